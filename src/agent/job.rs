@@ -1,0 +1,56 @@
+//! The agent thread: it receives session-level runs from the processor and runs them one at a
+//! time (`run::run_session`).
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, Sender};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use super::state::AgentSession;
+use crate::rpc::Output;
+use crate::util::now_ms;
+
+/// Work for the agent thread.
+pub enum AgentJob {
+    /// Start a session-level run with these initial messages (a user prompt).
+    Run { user_message: Value },
+    /// Stop the thread.
+    Shutdown,
+}
+
+/// The agent thread's handles.
+#[derive(Clone)]
+pub struct Runtime {
+    pub state: Arc<Mutex<AgentSession>>,
+    pub out: Output,
+}
+
+/// Starts the agent thread.
+pub fn spawn(
+    rt: Runtime,
+    runner: fn(&Runtime, Value),
+) -> std::io::Result<(Sender<AgentJob>, JoinHandle<()>)> {
+    let (tx, rx) = bounded::<AgentJob>(16);
+    let handle = std::thread::Builder::new()
+        .name("agent".into())
+        .spawn(move || {
+            for job in rx {
+                match job {
+                    AgentJob::Run { user_message } => runner(&rt, user_message),
+                    AgentJob::Shutdown => break,
+                }
+            }
+        })?;
+    Ok((tx, handle))
+}
+
+/// A user message for a prompt: `[{"type":"text","text"}, ...images]`.
+pub fn user_message(text: &str, images: &[crate::protocol::ImageContent]) -> Value {
+    let mut content = vec![json!({"type": "text", "text": text})];
+    for i in images {
+        content.push(json!({"type": "image", "data": i.data, "mimeType": i.mime_type}));
+    }
+    json!({"role": "user", "content": content, "timestamp": now_ms()})
+}

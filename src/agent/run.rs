@@ -1,0 +1,535 @@
+//! The agent loop (`agent-loop.md` §1–§6): a session-level run made of low-level runs, each a
+//! sequence of turns (LLM request → streamed reply → tool calls → tool results), with steering
+//! and follow-up delivery, abort, and auto-retry.
+//!
+//! It runs on the agent thread. The LLM stream runs on its own thread per request and sends its
+//! updates here over a bounded channel; tool calls run concurrently on scoped threads. Shared
+//! state is locked briefly; events are written in order through the [`Output`].
+
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+use serde_json::{Map, Value};
+
+use super::job::Runtime;
+use super::state::AgentSession;
+use super::tools_exec::{execute_tool_calls, ToolCallOutcome};
+use crate::cancel::CancelToken;
+use crate::llm::errors::{is_context_overflow, is_retryable};
+use crate::llm::stream::{stream_assistant, StreamUpdate};
+use crate::llm::types::{
+    AssistantMessage, CacheRetention, ContentBlock, StopReason, StreamOptions,
+};
+use crate::protocol::{Event, Response};
+use crate::util::now_ms;
+
+/// Per-run retry bookkeeping.
+#[derive(Default)]
+struct RetryState {
+    attempt: u32,
+}
+
+/// A low-level run's outcome.
+struct LowLevel {
+    last_assistant: Option<AssistantMessage>,
+    /// Entry ids of the last assistant message and its tool results (hidden on retry).
+    last_entry_ids: Vec<String>,
+}
+
+fn emit(rt: &Runtime, e: Event) {
+    rt.out.event(&e);
+}
+
+/// Appends a message to the session and the context (at its `message_end`).
+fn record_message(rt: &Runtime, msg: &Value) -> Option<String> {
+    let mut s = rt.state.lock();
+    s.messages.push(msg.clone());
+    match s.session.append_message(msg.clone()) {
+        Ok(entry) => Some(entry.id().to_string()),
+        Err(e) => {
+            eprintln!("pi-rpc: {e}");
+            None
+        }
+    }
+}
+
+/// `message_start` + `message_end` of a non-assistant message, then recorded.
+fn emit_whole_message(rt: &Runtime, msg: Value, run_messages: &mut Vec<Value>) -> Option<String> {
+    emit(
+        rt,
+        Event::MessageStart {
+            message: msg.clone(),
+        },
+    );
+    emit(
+        rt,
+        Event::MessageEnd {
+            message: msg.clone(),
+        },
+    );
+    run_messages.push(msg.clone());
+    record_message(rt, &msg)
+}
+
+/// One session-level run: low-level runs until nothing continues it, then `agent_settled`.
+pub fn run_session(rt: &Runtime, user_message: Value) {
+    let cancel = rt.state.lock().run.cancel.clone();
+    let mut initial = prepare_initial(rt, user_message);
+    let mut retry = RetryState::default();
+    loop {
+        let ll = low_level_run(rt, std::mem::take(&mut initial), &cancel, &mut retry);
+        if cancel.is_cancelled() {
+            break;
+        }
+        let Some(last) = ll.last_assistant else { break };
+        if last.stop_reason == StopReason::Error {
+            let (enabled, settings) = {
+                let s = rt.state.lock();
+                (s.auto_retry, s.settings.retry())
+            };
+            let window = rt.state.lock().model.context_window;
+            if enabled && is_retryable(&last, window) && retry.attempt < settings.max_retries {
+                retry.attempt += 1;
+                let delay = settings
+                    .base_delay_ms
+                    .saturating_mul(1u64 << (retry.attempt - 1).min(30))
+                    .min(settings.max_agent_delay_ms);
+                emit(
+                    rt,
+                    Event::AutoRetryStart {
+                        attempt: retry.attempt,
+                        max_attempts: settings.max_retries,
+                        delay_ms: delay,
+                        error_message: last
+                            .error_message
+                            .clone()
+                            .unwrap_or_else(|| "Unknown error".into()),
+                    },
+                );
+                hide_entries(rt, &ll.last_entry_ids);
+                if !retry_sleep(rt, delay, &cancel) {
+                    emit(
+                        rt,
+                        Event::AutoRetryEnd {
+                            success: false,
+                            attempt: retry.attempt,
+                            final_error: Some("Retry cancelled".into()),
+                        },
+                    );
+                    answer_abort_retry_waiters(rt);
+                    break;
+                }
+                continue;
+            }
+            if retry.attempt > 0 {
+                emit(
+                    rt,
+                    Event::AutoRetryEnd {
+                        success: false,
+                        attempt: retry.attempt,
+                        final_error: last.error_message.clone(),
+                    },
+                );
+            }
+            break;
+        }
+        if last.stop_reason == StopReason::Aborted {
+            break;
+        }
+        if rt.state.lock().queues.is_empty() {
+            break;
+        }
+    }
+    settle(rt, &cancel);
+}
+
+/// `agent_settled`, then the waiting `abort` responses; the run is over.
+fn settle(rt: &Runtime, cancel: &CancelToken) {
+    let aborted = {
+        let s = rt.state.lock();
+        s.run.abort_requested || cancel.is_cancelled()
+    };
+    emit(rt, Event::AgentSettled { aborted });
+    let waiters = {
+        let mut s = rt.state.lock();
+        s.is_streaming = false;
+        s.run.abort_requested = false;
+        s.run.retry_sleep = None;
+        std::mem::take(&mut s.run.abort_waiters)
+    };
+    for id in waiters {
+        rt.out.response(&Response::ok(id, "abort", None));
+    }
+}
+
+fn answer_abort_retry_waiters(rt: &Runtime) {
+    let waiters = std::mem::take(&mut rt.state.lock().run.abort_retry_waiters);
+    for id in waiters {
+        rt.out.response(&Response::ok(id, "abort_retry", None));
+    }
+}
+
+/// Sleeps before a retry; false when `abort` or `abort_retry` cut it short.
+fn retry_sleep(rt: &Runtime, delay_ms: u64, run_cancel: &CancelToken) -> bool {
+    let sleep_cancel = CancelToken::new();
+    rt.state.lock().run.retry_sleep = Some(sleep_cancel.clone());
+    let (tx, rx) = bounded::<()>(1);
+    let tx2 = tx.clone();
+    let _g1 = sleep_cancel.on_cancel(move || {
+        let _ = tx.try_send(());
+    });
+    let _g2 = run_cancel.on_cancel(move || {
+        let _ = tx2.try_send(());
+    });
+    let woke = rx.recv_timeout(Duration::from_millis(delay_ms)).is_ok();
+    rt.state.lock().run.retry_sleep = None;
+    !woke && !sleep_cancel.is_cancelled() && !run_cancel.is_cancelled()
+}
+
+/// Appends `context_edit` entries hiding a failed attempt, with `entry_appended` for each.
+fn hide_entries(rt: &Runtime, ids: &[String]) {
+    for id in ids {
+        let entry = {
+            let mut s = rt.state.lock();
+            let mut f = Map::new();
+            f.insert("targetId".into(), id.clone().into());
+            f.insert("replacement".into(), Value::Null);
+            let entry = s.session.append("context_edit", f);
+            s.rebuild_messages();
+            entry
+        };
+        match entry {
+            Ok(e) => emit(
+                rt,
+                Event::EntryAppended {
+                    entry: e.to_value(),
+                },
+            ),
+            Err(e) => eprintln!("pi-rpc: {e}"),
+        }
+    }
+}
+
+/// The messages that open the run: the system message when the prompt/tools are not declared
+/// yet (or changed), then the user message.
+fn prepare_initial(rt: &Runtime, user_message: Value) -> Vec<Value> {
+    let s = rt.state.lock();
+    let mut out = Vec::new();
+    if let Some(sys) = s.system_message_if_needed() {
+        out.push(sys);
+    }
+    out.push(user_message);
+    out
+}
+
+/// How many queued messages one delivery point takes.
+fn delivery_count(rt: &Runtime, steering: bool) -> usize {
+    let s = rt.state.lock();
+    let (len, mode) = if steering {
+        (s.queues.steering.len(), s.steering_mode)
+    } else {
+        (s.queues.follow_up.len(), s.follow_up_mode)
+    };
+    match mode {
+        crate::resources::settings::QueueMode::All => len,
+        crate::resources::settings::QueueMode::OneAtATime => len.min(1),
+    }
+}
+
+/// Delivers `n` queued messages: for each, `queue_update` (already without it), then its
+/// message events.
+fn deliver(rt: &Runtime, steering: bool, n: usize, run_messages: &mut Vec<Value>) {
+    for _ in 0..n {
+        let msg = {
+            let mut s = rt.state.lock();
+            let q = if steering {
+                &mut s.queues.steering
+            } else {
+                &mut s.queues.follow_up
+            };
+            if q.is_empty() {
+                break;
+            }
+            let m = q.remove(0);
+            let update = s.queue_update();
+            // Emitted under the lock so it cannot interleave with an enqueue's queue_update.
+            rt.out.event(&update);
+            m
+        };
+        emit_whole_message(rt, msg.to_user_message(), run_messages);
+    }
+}
+
+/// One low-level run (`agent_start` … `agent_end`).
+fn low_level_run(
+    rt: &Runtime,
+    initial: Vec<Value>,
+    cancel: &CancelToken,
+    retry: &mut RetryState,
+) -> LowLevel {
+    emit(rt, Event::AgentStart);
+    emit(rt, Event::TurnStart);
+    let mut run_messages: Vec<Value> = Vec::new();
+    for m in initial {
+        emit_whole_message(rt, m, &mut run_messages);
+    }
+    let mut pending_steering = delivery_count(rt, true);
+    let mut pending_follow_up = 0usize;
+    let mut first = true;
+    let mut last: Option<AssistantMessage> = None;
+    let mut last_ids: Vec<String> = Vec::new();
+    // True at the start so the first turn makes its request.
+    let mut has_more_tool_calls = true;
+    'outer: loop {
+        while has_more_tool_calls || pending_steering > 0 || pending_follow_up > 0 {
+            if !first {
+                emit(rt, Event::TurnStart);
+            }
+            first = false;
+            if pending_steering > 0 {
+                deliver(rt, true, pending_steering, &mut run_messages);
+                pending_steering = 0;
+            }
+            if pending_follow_up > 0 {
+                deliver(rt, false, pending_follow_up, &mut run_messages);
+                pending_follow_up = 0;
+            }
+            let assistant = stream_turn(rt, cancel, retry);
+            let value = assistant.to_value();
+            run_messages.push(value.clone());
+            let assistant_id = record_message(rt, &value);
+            last_ids = assistant_id.into_iter().collect();
+            if matches!(
+                assistant.stop_reason,
+                StopReason::Error | StopReason::Aborted
+            ) {
+                emit(
+                    rt,
+                    Event::TurnEnd {
+                        message: value,
+                        tool_results: Vec::new(),
+                    },
+                );
+                let will_retry = will_retry(rt, &assistant, cancel, retry);
+                last = Some(assistant);
+                emit(
+                    rt,
+                    Event::AgentEnd {
+                        messages: run_messages,
+                        will_retry,
+                    },
+                );
+                return LowLevel {
+                    last_assistant: last,
+                    last_entry_ids: last_ids,
+                };
+            }
+            let calls: Vec<ContentBlock> = assistant.tool_calls().cloned().collect();
+            let mut results = Vec::new();
+            has_more_tool_calls = !calls.is_empty();
+            if !calls.is_empty() {
+                let outcomes = execute_tool_calls(
+                    rt,
+                    &calls,
+                    cancel,
+                    assistant.stop_reason == StopReason::Length,
+                );
+                for ToolCallOutcome { message } in outcomes {
+                    if let Some(id) = emit_whole_message(rt, message.clone(), &mut run_messages) {
+                        last_ids.push(id);
+                    }
+                    results.push(message);
+                }
+            }
+            emit(
+                rt,
+                Event::TurnEnd {
+                    message: value,
+                    tool_results: results,
+                },
+            );
+            last = Some(assistant);
+            if cancel.is_cancelled() {
+                // The next turn's request is aborted before anything is sent.
+                has_more_tool_calls = true;
+                continue;
+            }
+            pending_steering = delivery_count(rt, true);
+        }
+        let follow = delivery_count(rt, false);
+        if follow > 0 && !cancel.is_cancelled() {
+            pending_follow_up = follow;
+            continue 'outer;
+        }
+        break;
+    }
+    let will_retry = last
+        .as_ref()
+        .is_some_and(|a| will_retry(rt, a, cancel, retry));
+    emit(
+        rt,
+        Event::AgentEnd {
+            messages: run_messages,
+            will_retry,
+        },
+    );
+    LowLevel {
+        last_assistant: last,
+        last_entry_ids: last_ids,
+    }
+}
+
+fn will_retry(
+    rt: &Runtime,
+    a: &AssistantMessage,
+    cancel: &CancelToken,
+    retry: &RetryState,
+) -> bool {
+    if cancel.is_cancelled() || a.stop_reason != StopReason::Error {
+        return false;
+    }
+    let s = rt.state.lock();
+    s.auto_retry
+        && retry.attempt < s.settings.retry().max_retries
+        && is_retryable(a, s.model.context_window)
+        && !is_context_overflow(a, s.model.context_window)
+}
+
+/// One assistant response: `message_start`, `message_update`s, `message_end`.
+fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> AssistantMessage {
+    let (model, ctx, opts) = {
+        let s = rt.state.lock();
+        let (ctx, opts) = s.llm_request();
+        (s.model.clone(), ctx, opts)
+    };
+    let started = Instant::now();
+    if cancel.is_cancelled() {
+        let mut m = AssistantMessage::new(&model, now_ms());
+        m.stop_reason = StopReason::Aborted;
+        m.error_message = Some("This operation was aborted".into());
+        m.duration_ms = Some(0);
+        m.thinking_level = Some(opts.thinking_level);
+        m.synthetic = true;
+        let v = m.to_value();
+        emit(rt, Event::MessageStart { message: v.clone() });
+        emit(rt, Event::MessageEnd { message: v });
+        return m;
+    }
+
+    enum Msg {
+        Start(Value),
+        Update(Value, Value),
+    }
+    let (tx, rx): (Sender<Msg>, Receiver<Msg>) = bounded(256);
+    let final_msg = std::thread::scope(|scope| {
+        let cancel2 = cancel.clone();
+        let worker = std::thread::Builder::new()
+            .name("llm-stream".into())
+            .spawn_scoped(scope, move || {
+                stream_assistant(&model, &ctx, &opts, &cancel2, &mut |u| {
+                    let m = match u {
+                        StreamUpdate::Start(p) => Msg::Start(p.to_value()),
+                        StreamUpdate::Event(p, e) => Msg::Update(
+                            serde_json::to_value(&p.usage).unwrap_or(Value::Null),
+                            e.to_wire(),
+                        ),
+                    };
+                    let _ = tx.send(m);
+                })
+            });
+        let mut started_emitted = false;
+        match worker {
+            Ok(handle) => {
+                for m in rx.iter() {
+                    match m {
+                        Msg::Start(p) => {
+                            started_emitted = true;
+                            emit(rt, Event::MessageStart { message: p });
+                        }
+                        Msg::Update(usage, ev) => emit(
+                            rt,
+                            Event::MessageUpdate {
+                                usage,
+                                assistant_message_event: ev,
+                            },
+                        ),
+                    }
+                }
+                let msg = handle.join().unwrap_or_else(|_| {
+                    let mut m = AssistantMessage::new(&rt.state.lock().model, now_ms());
+                    m.stop_reason = StopReason::Error;
+                    m.error_message = Some("internal error: the LLM stream thread panicked".into());
+                    m
+                });
+                (msg, started_emitted)
+            }
+            Err(e) => {
+                let mut m = AssistantMessage::new(&rt.state.lock().model, now_ms());
+                m.stop_reason = StopReason::Error;
+                m.error_message = Some(format!("cannot start the LLM stream thread: {e}"));
+                m.duration_ms = Some(started.elapsed().as_millis() as u64);
+                (m, false)
+            }
+        }
+    });
+    let (msg, started_emitted) = final_msg;
+    let v = msg.to_value();
+    if !started_emitted {
+        emit(rt, Event::MessageStart { message: v.clone() });
+    }
+    emit(rt, Event::MessageEnd { message: v });
+    if retry.attempt > 0 && msg.stop_reason != StopReason::Error {
+        emit(
+            rt,
+            Event::AutoRetryEnd {
+                success: true,
+                attempt: retry.attempt,
+                final_error: None,
+            },
+        );
+        retry.attempt = 0;
+    }
+    msg
+}
+
+impl AgentSession {
+    /// The LLM context and options for the next request.
+    pub fn llm_request(&self) -> (crate::llm::types::LlmContext, StreamOptions) {
+        let (system_prompt, messages) =
+            crate::llm::convert::convert_to_llm(&self.messages, &self.model);
+        let tools = self
+            .active_tool_decls()
+            .into_iter()
+            .map(|t| crate::llm::types::Tool {
+                name: t.name,
+                description: t.description,
+                parameters: t.parameters,
+            })
+            .collect();
+        let (api_key, headers) = match self.registry.request_auth(&self.model) {
+            Ok(auth) => (auth.api_key, auth.headers),
+            Err(e) => {
+                eprintln!("pi-rpc: {e}");
+                (None, Vec::new())
+            }
+        };
+        let opts = StreamOptions {
+            api_key,
+            thinking_level: self.thinking_level,
+            thinking_budgets: self.settings.thinking_budgets(),
+            max_tokens: None,
+            cache_retention: CacheRetention::from_env(),
+            idle_timeout: Duration::from_millis(self.settings.http_idle_timeout_ms()),
+            headers,
+            session_id: Some(self.session.session_id().to_string()),
+        };
+        (
+            crate::llm::types::LlmContext {
+                system_prompt,
+                messages,
+                tools,
+            },
+            opts,
+        )
+    }
+}

@@ -1,0 +1,689 @@
+//! `AgentSession`: everything commands act on. It lives behind one `parking_lot::Mutex`, held
+//! briefly: methods here never do network I/O and never write to stdout; they return the events
+//! to emit so the caller writes them (in order, before the response) after releasing the lock.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::control::RunControl;
+use super::queue::{QueuedMessage, Queues};
+use crate::compaction::estimate::estimate_context_tokens;
+use crate::llm::thinking::{clamp_level, supported_levels};
+use crate::llm::{Model, ModelRegistry, ThinkingLevel};
+use crate::protocol::{Event, ImageContent};
+use crate::resources::context_files::ContextFile;
+use crate::resources::prompts::PromptTemplate;
+use crate::resources::settings::QueueMode;
+use crate::resources::skills::Skill;
+use crate::resources::system_prompt::{self, Declared, PromptInputs, ToolDecl};
+use crate::resources::Settings;
+use crate::session::context::build_context;
+use crate::session::SessionManager;
+use crate::tools::Tool;
+use crate::util::{js_value, now_ms};
+
+/// What the command line chose, re-applied to every new session (`rpc-protocol.md` §3.1).
+#[derive(Clone, Debug, Default)]
+pub struct StartupSelection {
+    /// `--model` (and `--provider`) resolved, with the `:<level>` suffix if one was given.
+    pub cli_model: Option<(Model, Option<ThinkingLevel>)>,
+    /// `--thinking`.
+    pub cli_thinking: Option<ThinkingLevel>,
+    /// `--models` / `enabledModels`: the models `cycle_model` goes through.
+    pub scoped: Vec<(Model, Option<ThinkingLevel>)>,
+}
+
+/// What the system prompt is built from, besides tools and skills.
+#[derive(Clone, Debug, Default)]
+pub struct PromptConfig {
+    /// `--system-prompt` / `SYSTEM.md` (replaces the default prompt).
+    pub custom: Option<String>,
+    /// `--append-system-prompt` / `APPEND_SYSTEM.md`.
+    pub append: Option<String>,
+    pub context_files: Vec<ContextFile>,
+}
+
+/// What a tool call needs from the session, copied out so tools run without the lock.
+#[derive(Clone, Debug)]
+pub struct ToolContextParts {
+    pub cwd: PathBuf,
+    pub shell_path: Option<String>,
+    pub shell_command_prefix: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub model_supports_images: bool,
+    pub model_id: String,
+    pub temp_dir: PathBuf,
+}
+
+/// The runtime state of one session.
+pub struct AgentSession {
+    pub cwd: PathBuf,
+    pub agent_dir: PathBuf,
+    pub settings: Settings,
+    pub registry: ModelRegistry,
+    pub model: Model,
+    pub thinking_level: ThinkingLevel,
+    pub session: SessionManager,
+    /// The context messages (`get_messages`).
+    pub messages: Vec<Value>,
+    pub queues: Queues,
+    pub steering_mode: QueueMode,
+    pub follow_up_mode: QueueMode,
+    pub auto_compaction: bool,
+    pub auto_retry: bool,
+    pub is_streaming: bool,
+    pub is_compacting: bool,
+    pub skills: Vec<Skill>,
+    pub prompts: Vec<PromptTemplate>,
+    pub startup: StartupSelection,
+    /// Where new persisted sessions go (`None` with `--no-session`).
+    pub session_dir: Option<PathBuf>,
+    /// The active tools, in declaration order.
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub prompt: PromptConfig,
+    /// The active run's control (abort, waiters, retry sleep).
+    pub run: RunControl,
+}
+
+/// A failed command; the text is the response's `error`.
+pub type CommandResult<T> = Result<T, String>;
+
+impl AgentSession {
+    /// Builds the runtime around a fresh session and makes the startup model/thinking selection
+    /// (recorded as `model_change` + `thinking_level_change` entries, no events).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cwd: PathBuf,
+        agent_dir: PathBuf,
+        settings: Settings,
+        registry: ModelRegistry,
+        session: SessionManager,
+        skills: Vec<Skill>,
+        prompts: Vec<PromptTemplate>,
+        startup: StartupSelection,
+        session_dir: Option<PathBuf>,
+        tools: Vec<Arc<dyn Tool>>,
+        prompt: PromptConfig,
+    ) -> AgentSession {
+        let steering_mode = settings.steering_mode();
+        let follow_up_mode = settings.follow_up_mode();
+        let auto_compaction = settings.compaction_enabled();
+        let auto_retry = settings.retry().enabled;
+        let mut s = AgentSession {
+            cwd,
+            agent_dir,
+            settings,
+            registry,
+            model: Model::placeholder(),
+            thinking_level: ThinkingLevel::Off,
+            session,
+            messages: Vec::new(),
+            queues: Queues::default(),
+            steering_mode,
+            follow_up_mode,
+            auto_compaction,
+            auto_retry,
+            is_streaming: false,
+            is_compacting: false,
+            skills,
+            prompts,
+            startup,
+            session_dir,
+            tools,
+            prompt,
+            run: RunControl::default(),
+        };
+        s.apply_startup_selection();
+        s
+    }
+
+    /// Chooses the model and thinking level of a new session as at startup and records them.
+    pub fn apply_startup_selection(&mut self) {
+        let (model, suffix_level) = self.initial_model();
+        let level = match (&model, self.startup.cli_thinking.or(suffix_level)) {
+            (None, _) => ThinkingLevel::Off,
+            (Some(m), Some(l)) => clamp_level(m, l),
+            (Some(m), None) => clamp_level(m, self.settings_level_for(m)),
+        };
+        match model {
+            Some(m) => {
+                if let Err(e) = self.session.append_model_change(&m.provider, &m.id) {
+                    eprintln!("pi-rpc: {e}");
+                }
+                self.model = m;
+            }
+            None => self.model = Model::placeholder(),
+        }
+        self.thinking_level = level;
+        if let Err(e) = self.session.append_thinking_level_change(level.as_str()) {
+            eprintln!("pi-rpc: {e}");
+        }
+    }
+
+    /// CLI model, else settings default, else the first scoped model, else the first available.
+    fn initial_model(&self) -> (Option<Model>, Option<ThinkingLevel>) {
+        if let Some((m, l)) = &self.startup.cli_model {
+            return (Some(m.clone()), *l);
+        }
+        let available = self.registry.available();
+        if let Some(provider) = self.settings.default_provider() {
+            let found = match self.settings.default_model() {
+                Some(id) => available
+                    .iter()
+                    .find(|m| m.provider == provider && m.id == id),
+                None => available.iter().find(|m| m.provider == provider),
+            };
+            if let Some(m) = found {
+                return (Some(m.clone()), None);
+            }
+        } else if let Some(id) = self.settings.default_model() {
+            if let Some(m) = available.iter().find(|m| m.id == id) {
+                return (Some(m.clone()), None);
+            }
+        }
+        if let Some((m, l)) = self.startup.scoped.first() {
+            return (Some(m.clone()), *l);
+        }
+        (available.first().cloned(), None)
+    }
+
+    /// Per-model setting, else `defaultThinkingLevel`, else the current level (for switches) —
+    /// `medium` when nothing applies at startup.
+    fn settings_level_for(&self, model: &Model) -> ThinkingLevel {
+        self.configured_level_for(model)
+            .unwrap_or(ThinkingLevel::Medium)
+    }
+
+    fn configured_level_for(&self, model: &Model) -> Option<ThinkingLevel> {
+        self.settings
+            .model_thinking_levels()
+            .get(&model.key())
+            .and_then(Value::as_str)
+            .and_then(ThinkingLevel::parse)
+            .or_else(|| {
+                self.settings
+                    .default_thinking_level()
+                    .as_deref()
+                    .and_then(ThinkingLevel::parse)
+            })
+    }
+
+    /// The declarations of the active tools, in order.
+    pub fn active_tool_decls(&self) -> Vec<ToolDecl> {
+        self.tools
+            .iter()
+            .map(|t| ToolDecl {
+                name: t.name().to_string(),
+                description: t.description(),
+                parameters: t.parameters(),
+                constrained_sampling: matches!(t.name(), "read" | "bash" | "edit" | "write"),
+                snippet: t.prompt_snippet().map(str::to_string),
+                guidelines: t.guidelines().into_iter().map(str::to_string).collect(),
+            })
+            .collect()
+    }
+
+    /// The system message the next prompt needs: a full one when the branch declares nothing
+    /// yet, a patch when the prompt or tools changed, `None` otherwise.
+    pub fn system_message_if_needed(&self) -> Option<Value> {
+        let decls = self.active_tool_decls();
+        let sections = system_prompt::build_sections(&PromptInputs {
+            custom_prompt: self.prompt.custom.as_deref(),
+            append: self.prompt.append.as_deref(),
+            tools: &decls,
+            context_files: &self.prompt.context_files,
+            skills: &self.skills,
+            cwd: &self.cwd,
+        });
+        let declared = Declared::replay(&self.messages);
+        system_prompt::system_message_for(&declared, &sections, &decls, now_ms())
+    }
+
+    /// The parts of a tool's context that come from the session.
+    pub fn tool_context_parts(&self) -> ToolContextParts {
+        let mut env = vec![
+            (
+                "PI_SESSION_ID".to_string(),
+                self.session.session_id().to_string(),
+            ),
+            ("PI_PROVIDER".to_string(), self.model.provider.clone()),
+            ("PI_MODEL".to_string(), self.model.id.clone()),
+            (
+                "PI_REASONING_LEVEL".to_string(),
+                self.thinking_level.as_str().to_string(),
+            ),
+        ];
+        if let Some(f) = self.session.session_file() {
+            env.push((
+                "PI_SESSION_FILE".to_string(),
+                f.to_string_lossy().into_owned(),
+            ));
+        }
+        ToolContextParts {
+            cwd: self.cwd.clone(),
+            shell_path: self.settings.shell_path(),
+            shell_command_prefix: self.settings.shell_command_prefix(),
+            env,
+            model_supports_images: self.model.supports_images(),
+            model_id: self.model.id.clone(),
+            temp_dir: std::env::temp_dir(),
+        }
+    }
+
+    /// Rebuilds `messages` from the active branch.
+    pub fn rebuild_messages(&mut self) {
+        let branch = self.session.branch();
+        self.messages = build_context(&branch).messages;
+    }
+
+    /// Sets the thinking level (clamped); returns the events to emit.
+    pub fn set_thinking_level(&mut self, requested: ThinkingLevel) -> Vec<Event> {
+        let level = clamp_level(&self.model, requested);
+        self.change_thinking_level(level)
+    }
+
+    fn change_thinking_level(&mut self, level: ThinkingLevel) -> Vec<Event> {
+        if level == self.thinking_level {
+            return Vec::new();
+        }
+        self.thinking_level = level;
+        if let Err(e) = self.session.append_thinking_level_change(level.as_str()) {
+            eprintln!("pi-rpc: {e}");
+        }
+        vec![Event::ThinkingLevelChanged { level }]
+    }
+
+    pub fn available_thinking_levels(&self) -> Vec<ThinkingLevel> {
+        supported_levels(&self.model)
+    }
+
+    /// `cycle_thinking_level`: `None` on a non-reasoning model.
+    pub fn cycle_thinking_level(&mut self) -> (Option<ThinkingLevel>, Vec<Event>) {
+        if !self.model.reasoning {
+            return (None, Vec::new());
+        }
+        let levels = self.available_thinking_levels();
+        let next = match levels.iter().position(|l| *l == self.thinking_level) {
+            Some(i) => levels[(i + 1) % levels.len()],
+            None => levels.first().copied().unwrap_or(ThinkingLevel::Off),
+        };
+        let events = self.change_thinking_level(next);
+        (Some(next), events)
+    }
+
+    /// Switches to `model` (appending `model_change`) and applies the thinking level for it.
+    fn switch_model(&mut self, model: Model, scoped_level: Option<ThinkingLevel>) -> Vec<Event> {
+        if let Err(e) = self.session.append_model_change(&model.provider, &model.id) {
+            eprintln!("pi-rpc: {e}");
+        }
+        let wanted = scoped_level
+            .or_else(|| self.configured_level_for(&model))
+            .unwrap_or(self.thinking_level);
+        let level = clamp_level(&model, wanted);
+        self.model = model;
+        self.change_thinking_level(level)
+    }
+
+    /// `set_model`: exact provider and id among the available models.
+    pub fn set_model(&mut self, provider: &str, id: &str) -> CommandResult<(Model, Vec<Event>)> {
+        let Some(model) = self.registry.find_available(provider, id) else {
+            return Err(format!("Model not found: {provider}/{id}"));
+        };
+        let events = self.switch_model(model.clone(), None);
+        Ok((model, events))
+    }
+
+    /// `cycle_model`: next scoped (or available) model; `None` when there is nothing to cycle to.
+    pub fn cycle_model(&mut self) -> (Option<Value>, Vec<Event>) {
+        let scoped = !self.startup.scoped.is_empty();
+        let candidates: Vec<(Model, Option<ThinkingLevel>)> = if scoped {
+            self.startup.scoped.clone()
+        } else {
+            self.registry
+                .available()
+                .into_iter()
+                .map(|m| (m, None))
+                .collect()
+        };
+        let current = candidates
+            .iter()
+            .position(|(m, _)| m.provider == self.model.provider && m.id == self.model.id);
+        if candidates.is_empty() || (candidates.len() == 1 && current.is_some()) {
+            return (None, Vec::new());
+        }
+        let next = match current {
+            Some(i) => (i + 1) % candidates.len(),
+            None => 0,
+        };
+        let (model, level) = candidates[next].clone();
+        let events = self.switch_model(model.clone(), level);
+        let data = json!({
+            "model": model,
+            "thinkingLevel": self.thinking_level,
+            "isScoped": scoped,
+        });
+        (Some(data), events)
+    }
+
+    /// `set_steering_mode` / `set_follow_up_mode`: applied at once and persisted globally.
+    pub fn set_queue_mode(&mut self, steering: bool, mode: QueueMode) -> CommandResult<()> {
+        let key = if steering {
+            "steeringMode"
+        } else {
+            "followUpMode"
+        };
+        self.settings
+            .set_global(&[key], Value::from(mode.as_str()))
+            .map_err(|e| e.to_string())?;
+        if steering {
+            self.steering_mode = mode;
+        } else {
+            self.follow_up_mode = mode;
+        }
+        Ok(())
+    }
+
+    /// `set_auto_compaction` / `set_auto_retry`: applied and persisted globally.
+    pub fn set_auto_flag(&mut self, compaction: bool, enabled: bool) -> CommandResult<()> {
+        let section = if compaction { "compaction" } else { "retry" };
+        self.settings
+            .set_global(&[section, "enabled"], Value::Bool(enabled))
+            .map_err(|e| e.to_string())?;
+        if compaction {
+            self.auto_compaction = enabled;
+        } else {
+            self.auto_retry = enabled;
+        }
+        Ok(())
+    }
+
+    /// Queues a steering or follow-up message; returns the `queue_update` to emit.
+    pub fn enqueue(&mut self, steering: bool, text: String, images: Vec<ImageContent>) -> Event {
+        let msg = QueuedMessage {
+            text,
+            images,
+            timestamp: now_ms(),
+        };
+        if steering {
+            self.queues.steering.push(msg);
+        } else {
+            self.queues.follow_up.push(msg);
+        }
+        self.queue_update()
+    }
+
+    pub fn queue_update(&self) -> Event {
+        Event::QueueUpdate {
+            steering: self.queues.steering_texts(),
+            follow_up: self.queues.follow_up_texts(),
+        }
+    }
+
+    /// `clear_queue`: empties both queues; returns the removed texts and the `queue_update`.
+    pub fn clear_queues(&mut self) -> (Value, Event) {
+        let data = json!({
+            "steering": self.queues.steering_texts(),
+            "followUp": self.queues.follow_up_texts(),
+        });
+        self.queues.steering.clear();
+        self.queues.follow_up.clear();
+        (data, self.queue_update())
+    }
+
+    /// `set_session_name`: trimmed, newlines become spaces, empty rejected.
+    pub fn set_session_name(&mut self, name: &str) -> CommandResult<Event> {
+        let cleaned: String = name
+            .chars()
+            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+            .collect();
+        let cleaned = cleaned.trim();
+        if cleaned.is_empty() {
+            return Err("Session name cannot be empty".to_string());
+        }
+        self.session
+            .append_session_info(cleaned)
+            .map_err(|e| e.to_string())?;
+        Ok(Event::SessionInfoChanged {
+            name: Some(cleaned.to_string()),
+        })
+    }
+
+    /// `get_state` data, keys in pi's order.
+    pub fn state_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("model".into(), json!(self.model));
+        m.insert("thinkingLevel".into(), json!(self.thinking_level));
+        m.insert("isStreaming".into(), self.is_streaming.into());
+        m.insert("isCompacting".into(), self.is_compacting.into());
+        m.insert("steeringMode".into(), self.steering_mode.as_str().into());
+        m.insert("followUpMode".into(), self.follow_up_mode.as_str().into());
+        if let Some(f) = self.session.session_file() {
+            m.insert("sessionFile".into(), f.to_string_lossy().into());
+        }
+        m.insert("sessionId".into(), self.session.session_id().into());
+        if let Some(name) = self.session.session_name() {
+            m.insert("sessionName".into(), name.into());
+        }
+        m.insert("autoCompactionEnabled".into(), self.auto_compaction.into());
+        m.insert("messageCount".into(), self.messages.len().into());
+        m.insert("pendingMessageCount".into(), self.queues.len().into());
+        Value::Object(m)
+    }
+
+    /// `get_session_stats` data (`rpc-protocol.md` §3.9).
+    pub fn session_stats(&self) -> Value {
+        let (mut user, mut assistant, mut tool_calls, mut tool_results, mut total) =
+            (0u64, 0u64, 0u64, 0u64, 0u64);
+        let (mut input, mut output, mut cache_read, mut cache_write) = (0u64, 0u64, 0u64, 0u64);
+        let mut cost = 0f64;
+        let mut add_usage = |u: &Value| {
+            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            input += n("input");
+            output += n("output");
+            cache_read += n("cacheRead");
+            cache_write += n("cacheWrite");
+            cost += u
+                .get("cost")
+                .and_then(|c| c.get("total"))
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+        };
+        for e in self.session.entries() {
+            match e.kind() {
+                "message" => {
+                    total += 1;
+                    let Some(msg) = e.message() else { continue };
+                    match msg.get("role").and_then(Value::as_str) {
+                        Some("user") => user += 1,
+                        Some("assistant") => {
+                            assistant += 1;
+                            tool_calls +=
+                                msg.get("content").and_then(Value::as_array).map_or(0, |c| {
+                                    c.iter()
+                                        .filter(|b| {
+                                            b.get("type").and_then(Value::as_str)
+                                                == Some("toolCall")
+                                        })
+                                        .count() as u64
+                                });
+                            if let Some(u) = msg.get("usage") {
+                                add_usage(u);
+                            }
+                        }
+                        Some("toolResult") => {
+                            tool_results += 1;
+                            if let Some(u) = msg.get("usage") {
+                                add_usage(u);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                "compaction" | "branch_summary" | "usage" => {
+                    if let Some(u) = e.get("usage") {
+                        add_usage(&u);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut m = Map::new();
+        if let Some(f) = self.session.session_file() {
+            m.insert("sessionFile".into(), f.to_string_lossy().into());
+        }
+        m.insert("sessionId".into(), self.session.session_id().into());
+        m.insert("userMessages".into(), user.into());
+        m.insert("assistantMessages".into(), assistant.into());
+        m.insert("toolCalls".into(), tool_calls.into());
+        m.insert("toolResults".into(), tool_results.into());
+        m.insert("totalMessages".into(), total.into());
+        m.insert(
+            "tokens".into(),
+            json!({
+                "input": input, "output": output, "cacheRead": cache_read,
+                "cacheWrite": cache_write, "total": input + output + cache_read + cache_write,
+            }),
+        );
+        m.insert("cost".into(), js_value(cost));
+        if let Some(cu) = self.context_usage() {
+            m.insert("contextUsage".into(), cu);
+        }
+        Value::Object(m)
+    }
+
+    /// `{tokens, contextWindow, percent}`; absent without a model or a context window.
+    pub fn context_usage(&self) -> Option<Value> {
+        let window = self.model.context_window;
+        if self.model.is_placeholder() || window == 0 {
+            return None;
+        }
+        let compacted_since_usage = self.compaction_newer_than_usage();
+        if compacted_since_usage {
+            return Some(json!({"tokens": null, "contextWindow": window, "percent": null}));
+        }
+        let tokens = estimate_context_tokens(&self.messages);
+        let percent = tokens as f64 / window as f64 * 100.0;
+        Some(json!({"tokens": tokens, "contextWindow": window, "percent": js_value(percent)}))
+    }
+
+    /// True when the branch's latest compaction comes after the last assistant reply that has
+    /// usable usage (the context size is then unknown until the next reply).
+    fn compaction_newer_than_usage(&self) -> bool {
+        let branch = self.session.branch();
+        let Some(ci) = branch.iter().rposition(|e| e.kind() == "compaction") else {
+            return false;
+        };
+        !branch[ci + 1..].iter().any(|e| {
+            e.message().is_some_and(|m| {
+                m.get("role").and_then(Value::as_str) == Some("assistant")
+                    && !matches!(
+                        m.get("stopReason").and_then(Value::as_str),
+                        Some("aborted") | Some("error")
+                    )
+                    && m.get("usage")
+                        .is_some_and(|u| crate::compaction::estimate::usage_context_tokens(u) > 0)
+            })
+        })
+    }
+
+    /// `get_last_assistant_text`.
+    pub fn last_assistant_text(&self) -> Option<String> {
+        for msg in self.messages.iter().rev() {
+            if msg.get("role").and_then(Value::as_str) != Some("assistant") {
+                continue;
+            }
+            let texts: Vec<&str> = msg
+                .get("content")
+                .and_then(Value::as_array)
+                .map(|c| {
+                    c.iter()
+                        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                        .filter_map(|b| b.get("text").and_then(Value::as_str))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let stopped = msg.get("stopReason").and_then(Value::as_str) == Some("stop");
+            if stopped || texts.iter().any(|t| !t.trim().is_empty()) {
+                let joined = texts.concat();
+                let trimmed = joined.trim();
+                return (!trimmed.is_empty()).then(|| trimmed.to_string());
+            }
+        }
+        None
+    }
+
+    /// `get_commands` data: prompt templates, then skills.
+    pub fn commands_json(&self) -> Value {
+        let mut out = Vec::new();
+        for t in &self.prompts {
+            let mut m = Map::new();
+            m.insert("name".into(), t.name.clone().into());
+            m.insert(
+                "description".into(),
+                t.description.clone().unwrap_or_default().into(),
+            );
+            m.insert("source".into(), "prompt".into());
+            m.insert("sourceInfo".into(), json!(t.source_info));
+            m.insert("path".into(), t.file_path.to_string_lossy().into());
+            m.insert("location".into(), t.source_info.legacy_location().into());
+            out.push(Value::Object(m));
+        }
+        {
+            for s in &self.skills {
+                let mut m = Map::new();
+                m.insert("name".into(), format!("skill:{}", s.name).into());
+                m.insert("description".into(), s.description.clone().into());
+                m.insert("source".into(), "skill".into());
+                m.insert("sourceInfo".into(), json!(s.source_info));
+                m.insert("path".into(), s.file_path.to_string_lossy().into());
+                m.insert("location".into(), s.source_info.legacy_location().into());
+                out.push(Value::Object(m));
+            }
+        }
+        json!({ "commands": out })
+    }
+
+    /// `get_fork_messages`: every user message in the file with non-empty text.
+    pub fn fork_messages(&self) -> Value {
+        let mut out = Vec::new();
+        for e in self.session.entries() {
+            if e.message_role() != Some("user") {
+                continue;
+            }
+            let text = e.message().map(|m| message_text(&m)).unwrap_or_default();
+            if !text.is_empty() {
+                out.push(json!({"entryId": e.id(), "text": text}));
+            }
+        }
+        json!({ "messages": out })
+    }
+
+    /// `get_entries` data, optionally strictly after `since`.
+    pub fn entries_json(&self, since: Option<&str>) -> CommandResult<Value> {
+        let entries = self.session.entries();
+        let start = match since {
+            None => 0,
+            Some(id) => match entries.iter().position(|e| e.id() == id) {
+                Some(i) => i + 1,
+                None => return Err(format!("Entry not found: {id}")),
+            },
+        };
+        let list: Vec<Value> = entries[start..].iter().map(|e| e.to_value()).collect();
+        Ok(json!({"entries": list, "leafId": self.session.leaf_id()}))
+    }
+}
+
+/// Text blocks of a message concatenated (a string `content` as is).
+pub fn message_text(msg: &Value) -> String {
+    match msg.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}

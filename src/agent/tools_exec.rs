@@ -1,0 +1,231 @@
+//! Running one assistant message's tool calls (`agent-loop.md` §3): every call is announced
+//! (`tool_execution_start`) and validated in order, the valid ones run concurrently, their
+//! updates and ends are emitted in completion order, and the tool-result messages come back in
+//! call order.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::unbounded;
+use serde_json::{json, Map, Value};
+
+use super::job::Runtime;
+use crate::cancel::CancelToken;
+use crate::llm::types::ContentBlock;
+use crate::protocol::Event;
+use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::util::now_ms;
+
+/// The tool-result message of one call.
+pub struct ToolCallOutcome {
+    pub message: Value,
+}
+
+/// A finished call: the wire result, whether it is an error, and how long it ran.
+struct Finished {
+    result: Value,
+    content: Value,
+    details: Option<Value>,
+    is_error: bool,
+    duration_ms: Option<u64>,
+}
+
+fn error_finished(text: &str, duration_ms: Option<u64>) -> Finished {
+    let content = json!([{"type": "text", "text": text}]);
+    Finished {
+        result: json!({"content": content, "details": {}}),
+        content,
+        details: Some(json!({})),
+        is_error: true,
+        duration_ms,
+    }
+}
+
+fn output_finished(out: ToolOutput, duration_ms: u64) -> Finished {
+    let content = Value::Array(out.content);
+    let mut result = Map::new();
+    result.insert("content".into(), content.clone());
+    if let Some(d) = &out.details {
+        result.insert("details".into(), d.clone());
+    }
+    if let Some(s) = out.structured_content {
+        result.insert("structuredContent".into(), s);
+    }
+    Finished {
+        result: Value::Object(result),
+        content,
+        details: out.details,
+        is_error: out.is_error,
+        duration_ms: Some(duration_ms),
+    }
+}
+
+const LENGTH_STOP_TEXT: &str = "was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.";
+
+/// Executes `calls`; `length_stop` fails them all without running (the reply was cut off).
+pub fn execute_tool_calls(
+    rt: &Runtime,
+    calls: &[ContentBlock],
+    cancel: &CancelToken,
+    length_stop: bool,
+) -> Vec<ToolCallOutcome> {
+    struct Call {
+        id: String,
+        name: String,
+        args: Value,
+    }
+    let calls: Vec<Call> = calls
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall {
+                id,
+                name,
+                arguments,
+                ..
+            } => Some(Call {
+                id: id.clone(),
+                name: name.clone(),
+                args: arguments.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+
+    let (tools, ctx_parts) = {
+        let s = rt.state.lock();
+        (s.tools.clone(), s.tool_context_parts())
+    };
+    let mut finished: Vec<Option<Finished>> = (0..calls.len()).map(|_| None).collect();
+    let mut runnable: Vec<(usize, Arc<dyn Tool>, Value)> = Vec::new();
+
+    for (i, call) in calls.iter().enumerate() {
+        rt.out.event(&Event::ToolExecutionStart {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.args.clone(),
+        });
+        let failure = if length_stop {
+            Some(format!("Tool call \"{}\" {LENGTH_STOP_TEXT}", call.name))
+        } else {
+            match tools.iter().find(|t| t.name() == call.name) {
+                None => Some(format!("Tool {} not found", call.name)),
+                Some(tool) => {
+                    let prepared = tool.prepare_arguments(call.args.clone());
+                    match crate::tools::validate::validate_arguments(
+                        tool.name(),
+                        &tool.parameters(),
+                        &prepared,
+                    ) {
+                        Err(text) => Some(text),
+                        Ok(_) if cancel.is_cancelled() => Some("Operation aborted".into()),
+                        Ok(coerced) => {
+                            runnable.push((i, Arc::clone(tool), coerced));
+                            None
+                        }
+                    }
+                }
+            }
+        };
+        if let Some(text) = failure {
+            let f = error_finished(&text, None);
+            rt.out.event(&Event::ToolExecutionEnd {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                result: f.result.clone(),
+                is_error: true,
+                duration_ms: None,
+            });
+            finished[i] = Some(f);
+        }
+    }
+
+    enum Msg {
+        Update(usize, Value),
+        Done(usize, Result<ToolOutput, String>, u64),
+    }
+    let (tx, rx) = unbounded::<Msg>();
+    std::thread::scope(|scope| {
+        for (i, tool, args) in &runnable {
+            let tx = tx.clone();
+            let tx_err = tx.clone();
+            let ctx_parts = &ctx_parts;
+            let i = *i;
+            let spawned = std::thread::Builder::new()
+                .name(format!("tool-{}", tool.name()))
+                .spawn_scoped(scope, move || {
+                    let ctx = ToolContext {
+                        cwd: &ctx_parts.cwd,
+                        cancel,
+                        shell_path: ctx_parts.shell_path.clone(),
+                        shell_command_prefix: ctx_parts.shell_command_prefix.clone(),
+                        env: ctx_parts.env.clone(),
+                        model_supports_images: ctx_parts.model_supports_images,
+                        model_id: ctx_parts.model_id.clone(),
+                        temp_dir: ctx_parts.temp_dir.clone(),
+                    };
+                    let start = Instant::now();
+                    let tx_up = tx.clone();
+                    let result = tool.execute(args, &ctx, &mut |partial| {
+                        let _ = tx_up.send(Msg::Update(i, partial));
+                    });
+                    let _ = tx.send(Msg::Done(i, result, start.elapsed().as_millis() as u64));
+                });
+            if let Err(e) = spawned {
+                let _ = tx_err.send(Msg::Done(
+                    i,
+                    Err(format!("cannot start the tool thread: {e}")),
+                    0,
+                ));
+            }
+        }
+        drop(tx);
+        for msg in rx.iter() {
+            match msg {
+                Msg::Update(i, partial) => rt.out.event(&Event::ToolExecutionUpdate {
+                    tool_call_id: calls[i].id.clone(),
+                    tool_name: calls[i].name.clone(),
+                    args: calls[i].args.clone(),
+                    partial_result: partial,
+                }),
+                Msg::Done(i, result, ms) => {
+                    let f = match result {
+                        Ok(out) => output_finished(out, ms),
+                        Err(text) => error_finished(&text, Some(ms)),
+                    };
+                    rt.out.event(&Event::ToolExecutionEnd {
+                        tool_call_id: calls[i].id.clone(),
+                        tool_name: calls[i].name.clone(),
+                        result: f.result.clone(),
+                        is_error: f.is_error,
+                        duration_ms: f.duration_ms,
+                    });
+                    finished[i] = Some(f);
+                }
+            }
+        }
+    });
+
+    calls
+        .iter()
+        .zip(finished)
+        .map(|(call, f)| {
+            let f = f.unwrap_or_else(|| error_finished("Tool execution did not finish", None));
+            let mut m = Map::new();
+            m.insert("role".into(), "toolResult".into());
+            m.insert("toolCallId".into(), call.id.clone().into());
+            m.insert("toolName".into(), call.name.clone().into());
+            m.insert("content".into(), f.content);
+            if let Some(d) = f.details {
+                m.insert("details".into(), d);
+            }
+            m.insert("isError".into(), f.is_error.into());
+            if let Some(ms) = f.duration_ms {
+                m.insert("durationMs".into(), ms.into());
+            }
+            m.insert("timestamp".into(), now_ms().into());
+            ToolCallOutcome {
+                message: Value::Object(m),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,384 @@
+//! Start-up: flags → settings, models, resources, the session → the chosen mode's threads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crossbeam_channel::bounded;
+use parking_lot::Mutex;
+
+use crate::agent::{AgentSession, StartupSelection};
+use crate::cli::{Cli, Mode};
+use crate::llm::{ModelRegistry, ThinkingLevel};
+use crate::resources::prompts::{discover_prompts, PromptOptions};
+use crate::resources::settings::agent_dir_from_env;
+use crate::resources::skills::{discover_skills, SkillOptions};
+use crate::resources::Settings;
+use crate::rpc::processor::{Exit, Processor};
+use crate::rpc::{reader, writer};
+use crate::session::manager::default_session_dir;
+use crate::session::SessionManager;
+
+/// How many parsed command lines may wait for the processor.
+const INPUT_CAPACITY: usize = 256;
+
+/// A start-up failure: printed on stderr, exit code 1.
+#[derive(Debug)]
+pub struct StartupError(pub String);
+
+impl std::fmt::Display for StartupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Everything built before the first command is read.
+pub struct Startup {
+    pub session: AgentSession,
+    pub mode: Mode,
+}
+
+fn warn_all(diags: &[String]) {
+    for d in diags {
+        eprintln!("{d}");
+    }
+}
+
+/// Settings, models, resources and the initial session, as `rpc-protocol.md` §9 orders them.
+pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
+    let cwd = std::env::current_dir()
+        .and_then(|p| p.canonicalize())
+        .map_err(|e| {
+            StartupError(format!(
+                "pi-rpc: cannot determine the working directory: {e}"
+            ))
+        })?;
+    let agent_dir = agent_dir_from_env();
+    let mut diags = Vec::new();
+
+    // Project trust decides whether `.pi/settings.json` and project resources are read. RPC
+    // mode cannot ask, so only `--approve` or `defaultProjectTrust: "always"` trusts it.
+    let global_only = Settings::load(&agent_dir, &cwd, false, &mut Vec::new());
+    let trusted =
+        !cli.no_approve && (cli.approve || global_only.default_project_trust() == "always");
+    let settings = Settings::load(&agent_dir, &cwd, trusted, &mut diags);
+
+    let mut registry = ModelRegistry::load(&agent_dir, &mut diags);
+    let cli_thinking = match cli.thinking.as_deref() {
+        None => None,
+        Some(s) => Some(ThinkingLevel::parse(s).ok_or_else(|| {
+            StartupError(format!(
+                "pi-rpc: invalid --thinking \"{s}\": expected one of off, minimal, low, medium, high, xhigh, max"
+            ))
+        })?),
+    };
+    let cli_model = match (&cli.model, &cli.provider) {
+        (Some(pattern), provider) => {
+            let resolved = registry
+                .resolve_cli_model(
+                    provider.as_deref(),
+                    pattern,
+                    cli_thinking,
+                    cli.api_key.is_some(),
+                )
+                .map_err(|e| StartupError(format!("Error: {e}")))?;
+            if let Some(w) = resolved.warning {
+                diags.push(w);
+            }
+            Some((resolved.model, resolved.thinking_level))
+        }
+        (None, Some(provider)) => {
+            let first = registry
+                .available()
+                .into_iter()
+                .find(|m| &m.provider == provider)
+                .or_else(|| {
+                    registry
+                        .all()
+                        .iter()
+                        .find(|m| &m.provider == provider)
+                        .cloned()
+                });
+            match first {
+                Some(m) => Some((m, None)),
+                None => {
+                    return Err(StartupError(format!(
+                        "Error: no models for provider \"{provider}\""
+                    )))
+                }
+            }
+        }
+        (None, None) => None,
+    };
+    if let Some(key) = &cli.api_key {
+        let provider = cli_model
+            .as_ref()
+            .map(|(m, _)| m.provider.clone())
+            .or_else(|| settings.default_provider());
+        match provider {
+            Some(p) => registry.set_runtime_api_key(&p, key.clone()),
+            None => diags.push(
+                "Warning: --api-key needs --provider/--model (or a defaultProvider) to know which provider it is for; ignoring it"
+                    .to_string(),
+            ),
+        }
+    }
+    let scope_patterns = Cli::split_list(&cli.models).or_else(|| settings.enabled_models());
+    let scoped = scope_patterns
+        .map(|p| registry.resolve_scope(&p))
+        .unwrap_or_default();
+
+    let skills = discover_skills(
+        &SkillOptions {
+            agent_dir: &agent_dir,
+            cwd: &cwd,
+            project_trusted: trusted,
+            settings_paths: &settings.skills_paths(),
+            cli_paths: &cli.skill,
+            enabled: !cli.no_skills,
+        },
+        &mut diags,
+    );
+    let prompts = discover_prompts(
+        &PromptOptions {
+            agent_dir: &agent_dir,
+            cwd: &cwd,
+            project_trusted: trusted,
+            settings_paths: &settings.prompts_paths(),
+            cli_paths: &cli.prompt_template,
+            enabled: !cli.no_prompt_templates,
+        },
+        &mut diags,
+    );
+
+    for (flag, given) in [
+        ("--continue", cli.continue_session),
+        ("--resume", cli.resume),
+        ("--session", cli.session.is_some()),
+        ("--session-id", cli.session_id.is_some()),
+        ("--fork", cli.fork.is_some()),
+    ] {
+        if given {
+            return Err(StartupError(format!(
+                "pi-rpc: {flag} is not supported by this build yet (sessions can only be started fresh)"
+            )));
+        }
+    }
+    let (tool_names, tool_warnings) = crate::tools::resolve_active(
+        settings.default_tools(),
+        Cli::split_list(&cli.tools),
+        Cli::split_list(&cli.exclude_tools),
+        cli.no_tools || cli.no_builtin_tools,
+    );
+    diags.extend(tool_warnings);
+    let tools: Vec<Arc<dyn crate::tools::Tool>> = tool_names
+        .iter()
+        .filter_map(|n| crate::tools::builtin(n))
+        .collect();
+    let prompt = prompt_config(cli, &agent_dir, &cwd, trusted, &mut diags);
+    let session_dir = session_dir(cli, &settings, &agent_dir, &cwd);
+    let manager = SessionManager::create(&cwd, session_dir.as_deref(), None);
+
+    let no_model = registry.available().is_empty() && cli_model.is_none();
+    warn_all(&diags);
+    if no_model {
+        eprintln!(
+            "Warning: No models available. {}",
+            crate::rpc::processor::login_help()
+        );
+    }
+
+    let mut session = AgentSession::new(
+        cwd,
+        agent_dir,
+        settings,
+        registry,
+        manager,
+        skills,
+        prompts,
+        StartupSelection {
+            cli_model,
+            cli_thinking,
+            scoped,
+        },
+        session_dir,
+        tools,
+        prompt,
+    );
+    if let Some(name) = &cli.name {
+        if let Err(e) = session.set_session_name(name) {
+            eprintln!("pi-rpc: --name: {e}");
+        }
+    }
+    Ok(Startup {
+        session,
+        mode: cli.effective_mode(),
+    })
+}
+
+/// A flag value that names an existing file is replaced by the file's content.
+fn text_or_file(value: &str, cwd: &Path) -> String {
+    let p = crate::util::resolve_path(cwd, value);
+    if p.is_file() {
+        if let Ok(text) = std::fs::read_to_string(&p) {
+            return text;
+        }
+    }
+    value.to_string()
+}
+
+fn read_optional(path: &Path, diags: &mut Vec<String>) -> Option<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            diags.push(format!("Warning: cannot read {}: {e}", path.display()));
+            None
+        }
+    }
+}
+
+/// Custom and appended prompts (flags, then the trusted project's `.pi/`, then the agent dir)
+/// and the context files.
+fn prompt_config(
+    cli: &Cli,
+    agent_dir: &Path,
+    cwd: &Path,
+    trusted: bool,
+    diags: &mut Vec<String>,
+) -> crate::agent::PromptConfig {
+    let from_files = |name: &str, diags: &mut Vec<String>| -> Option<String> {
+        if trusted {
+            if let Some(t) = read_optional(&cwd.join(".pi").join(name), diags) {
+                return Some(t);
+            }
+        }
+        read_optional(&agent_dir.join(name), diags)
+    };
+    let custom = match &cli.system_prompt {
+        Some(v) => Some(text_or_file(v, cwd)),
+        None => from_files("SYSTEM.md", diags),
+    };
+    let append = match &cli.append_system_prompt {
+        Some(v) => Some(text_or_file(v, cwd)),
+        None => from_files("APPEND_SYSTEM.md", diags),
+    };
+    let context_files = crate::resources::context_files::discover_context_files(
+        agent_dir,
+        cwd,
+        !cli.no_context_files,
+    );
+    crate::agent::PromptConfig {
+        custom,
+        append,
+        context_files,
+    }
+}
+
+/// `--session-dir` > `PI_CODING_AGENT_SESSION_DIR` > setting `sessionDir` > per-cwd default;
+/// `None` with `--no-session`.
+fn session_dir(cli: &Cli, settings: &Settings, agent_dir: &Path, cwd: &Path) -> Option<PathBuf> {
+    if cli.no_session {
+        return None;
+    }
+    let explicit = cli
+        .session_dir
+        .clone()
+        .or_else(|| std::env::var("PI_CODING_AGENT_SESSION_DIR").ok())
+        .filter(|s| !s.is_empty())
+        .or_else(|| settings.session_dir());
+    Some(match explicit {
+        Some(d) => crate::util::resolve_path(cwd, &d),
+        None => default_session_dir(agent_dir, cwd),
+    })
+}
+
+/// Ends the process after killing child process groups.
+pub fn shutdown(code: i32) -> ! {
+    crate::exec::groups::kill_all();
+    std::process::exit(code)
+}
+
+/// Runs RPC mode until stdin ends; returns the exit code.
+pub fn run_rpc(session: AgentSession) -> i32 {
+    let stdout = std::io::stdout();
+    let (out, writer_handle) = writer::spawn(stdout, Box::new(|| shutdown(0)));
+    let session = Arc::new(Mutex::new(session));
+
+    if let Err(e) = crate::exec::signals::spawn(|code| shutdown(code)) {
+        eprintln!("pi-rpc: cannot install signal handlers: {e}");
+    }
+
+    let runtime = crate::agent::job::Runtime {
+        state: Arc::clone(&session),
+        out: out.clone(),
+    };
+    let (agent_tx, agent_handle) =
+        match crate::agent::job::spawn(runtime, crate::agent::run::run_session) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("pi-rpc: cannot start the agent thread: {e}");
+                return 1;
+            }
+        };
+
+    let (tx, rx) = bounded(INPUT_CAPACITY);
+    let reader_handle = match reader::spawn(std::io::stdin(), tx, Box::new(|_ui| {})) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("pi-rpc: cannot start the reader thread: {e}");
+            return 1;
+        }
+    };
+
+    let processor = Processor {
+        session: Arc::clone(&session),
+        out: out.clone(),
+        agent: agent_tx.clone(),
+    };
+    let exit = std::thread::Builder::new()
+        .name("processor".into())
+        .spawn(move || processor.run(rx))
+        .map(|h| h.join());
+    match exit {
+        Ok(Ok(Exit::Eof)) => {}
+        Ok(Err(_)) => eprintln!("pi-rpc: the processor thread panicked"),
+        Err(e) => eprintln!("pi-rpc: cannot start the processor thread: {e}"),
+    }
+    // Orderly shutdown: abort whatever runs, kill children, let the agent thread finish.
+    let cancel = session.lock().run.cancel.clone();
+    cancel.cancel();
+    crate::exec::groups::kill_all();
+    let _ = agent_tx.send(crate::agent::job::AgentJob::Shutdown);
+    drop(agent_tx);
+    let _ = agent_handle.join();
+    out.flush();
+    drop(out);
+    let _ = reader_handle.join();
+    let _ = writer_handle.join();
+    0
+}
+
+/// The binary's entry: parse flags, build, run the mode.
+pub fn main_with(cli: Cli) -> i32 {
+    // Children (the bash tool, RPC bash) inherit these, as from pi. Set before any thread runs.
+    std::env::set_var("PI_CODING_AGENT", "true");
+    std::env::set_var("AI_AGENT", "pi");
+    if cli.version {
+        println!("pi-rpc {}", env!("CARGO_PKG_VERSION"));
+        return 0;
+    }
+    let startup = match build(&cli) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    match startup.mode {
+        Mode::Rpc => run_rpc(startup.session),
+        Mode::Json | Mode::Text => {
+            eprintln!("pi-rpc: --mode json/text and -p need the agent loop, which this build does not have yet");
+            1
+        }
+    }
+}

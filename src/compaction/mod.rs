@@ -1,0 +1,3 @@
+//! Compaction: token estimates now; cut points and summaries arrive with the compaction issue.
+
+pub mod estimate;

@@ -1,0 +1,9 @@
+//! Child processes and signals: the only module with `unsafe` (process groups, kill(2)).
+//! `process` runs shell commands in their own process group (shared by the bash tool and the
+//! RPC `bash` command in `bash`); `groups` is the registry of live process groups, killed on
+//! shutdown; `signals` is the signal thread.
+
+pub mod bash;
+pub mod groups;
+pub mod process;
+pub mod signals;

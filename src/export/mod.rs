@@ -1,0 +1,5 @@
+//! Exporting a session: `export_html` (`rpc-protocol.md` §3.9) writes a self-contained HTML page.
+
+pub mod html;
+
+pub use html::{export_html, render_html, ExportError};

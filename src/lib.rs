@@ -1,0 +1,21 @@
+//! pi-rpc: a headless coding agent that speaks the RPC protocol of the `pi` coding agent.
+//!
+//! The binary (`src/main.rs`) is a thin shell over this library. Modules are split by
+//! concern, as `design.md` describes: wire types in [`protocol`], the RPC threads in [`rpc`],
+//! models and providers in [`llm`], settings and discovered resources in [`resources`],
+//! the session tree in [`session`].
+
+pub mod agent;
+pub mod app;
+pub mod cancel;
+pub mod cli;
+pub mod compaction;
+pub mod exec;
+pub mod export;
+pub mod llm;
+pub mod protocol;
+pub mod resources;
+pub mod rpc;
+pub mod session;
+pub mod tools;
+pub mod util;

@@ -1,0 +1,1026 @@
+//! The entry point the agent loop calls ([`stream_assistant`]) and the toolkit the wire-API
+//! adapters share: the streamed message with its event callback ([`Output`]), failure and
+//! abort handling, the output-token budget (providers.md §1), tolerant tool-argument parsing,
+//! and provider error-text formatting.
+//!
+//! Every adapter has the shape
+//! `fn stream(model, ctx, opts, cancel, on_event) -> AssistantMessage` and never panics: each
+//! failure becomes the final message with `stopReason:"error"` (or `"aborted"` once the cancel
+//! token fired), keeping the content streamed so far.
+
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use super::model::Model;
+use super::thinking::{clamp_level, ThinkingLevel};
+use super::types::{
+    AssistantEvent, AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason,
+    StreamOptions,
+};
+use super::{anthropic, google, openai_completions, openai_responses};
+use crate::cancel::CancelToken;
+use crate::resources::settings::ThinkingBudgets;
+use crate::util::now_ms;
+
+/// What an adapter reports while streaming.
+pub enum StreamUpdate<'a> {
+    /// The response started streaming. The partial message has `content:[]`,
+    /// `stopReason:"pending"`, the usage so far and the `responseId` when already known.
+    Start(&'a AssistantMessage),
+    /// One content event, with the partial message after it was applied.
+    Event(&'a AssistantMessage, &'a AssistantEvent),
+}
+
+/// Streams one assistant response from `model`. Never panics; the returned message is final
+/// (`durationMs` and `thinkingLevel` set). `Start` is reported only when the HTTP response
+/// started; a request that fails before that (HTTP error status, connection failure, abort)
+/// reports nothing and returns the error message directly.
+pub fn stream_assistant(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(StreamUpdate<'_>),
+) -> AssistantMessage {
+    let started = Instant::now();
+    let mut msg = match model.api.as_str() {
+        "anthropic-messages" => anthropic::stream(model, ctx, opts, cancel, on_event),
+        "openai-completions" => openai_completions::stream(model, ctx, opts, cancel, on_event),
+        "openai-responses" => openai_responses::stream(model, ctx, opts, cancel, on_event),
+        "google-generative-ai" => google::stream(model, ctx, opts, cancel, on_event),
+        other => {
+            let out = Output::new(model, on_event);
+            out.finish(
+                Err(Failure::Error(format!("Unsupported API: {other}"))),
+                cancel,
+                &AbortTexts::DEFAULT,
+            )
+        }
+    };
+    msg.duration_ms = Some(started.elapsed().as_millis() as u64);
+    msg.thinking_level = Some(effective_thinking_level(model, opts.thinking_level));
+    msg
+}
+
+/// The thinking level a request to `model` actually uses (`opts.thinking_level` clamped onto
+/// the model's supported levels).
+pub fn effective_thinking_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
+    clamp_level(model, level)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The streamed message
+
+/// Why an adapter stopped early.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The error message for the final message.
+    Error(String),
+    /// The cancel token fired (the message text comes from [`AbortTexts`]).
+    Aborted,
+}
+
+/// The `errorMessage` of an aborted response, by where the abort landed. pi's texts differ per
+/// API because they come from different SDK layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbortTexts {
+    /// The token was already cancelled when the request was about to be sent.
+    pub before_request: &'static str,
+    /// Cancelled while connecting or waiting for the response headers.
+    pub before_response: &'static str,
+    /// Cancelled while the body streamed.
+    pub streaming: &'static str,
+}
+
+impl AbortTexts {
+    pub const DEFAULT: AbortTexts = AbortTexts {
+        before_request: "This operation was aborted",
+        before_response: "Request aborted",
+        streaming: "This operation was aborted",
+    };
+}
+
+/// The message being streamed and the callback that observes it.
+pub struct Output<'a> {
+    pub msg: AssistantMessage,
+    on_event: &'a mut dyn FnMut(StreamUpdate<'_>),
+    started: bool,
+    /// The request was sent (an abort now is "before response" rather than "before request").
+    sent: bool,
+}
+
+impl<'a> Output<'a> {
+    /// An empty pending message for `model`, stamped now.
+    pub fn new(model: &Model, on_event: &'a mut dyn FnMut(StreamUpdate<'_>)) -> Output<'a> {
+        Output {
+            msg: AssistantMessage::new(model, now_ms()),
+            on_event,
+            started: false,
+            sent: false,
+        }
+    }
+
+    /// Marks the request as sent.
+    pub fn mark_sent(&mut self) {
+        self.sent = true;
+    }
+
+    /// Reports `Start` (once).
+    pub fn start(&mut self) {
+        if !self.started {
+            self.started = true;
+            self.sent = true;
+            (self.on_event)(StreamUpdate::Start(&self.msg));
+        }
+    }
+
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// Reports one content event (after the caller applied it to `msg`).
+    pub fn emit(&mut self, ev: AssistantEvent) {
+        (self.on_event)(StreamUpdate::Event(&self.msg, &ev));
+    }
+
+    /// Appends a block and returns its content index.
+    pub fn push_block(&mut self, block: ContentBlock) -> usize {
+        self.msg.content.push(block);
+        self.msg.content.len() - 1
+    }
+
+    /// The final message: unchanged on success; otherwise `stopReason` error/aborted with its
+    /// `errorMessage` (the content streamed so far is kept). A fired cancel token always wins.
+    pub fn finish(
+        self,
+        result: Result<(), Failure>,
+        cancel: &CancelToken,
+        texts: &AbortTexts,
+    ) -> AssistantMessage {
+        let mut msg = self.msg;
+        if cancel.is_cancelled() || result == Err(Failure::Aborted) {
+            msg.stop_reason = StopReason::Aborted;
+            msg.error_message = Some(
+                if self.started {
+                    texts.streaming
+                } else if self.sent {
+                    texts.before_response
+                } else {
+                    texts.before_request
+                }
+                .to_owned(),
+            );
+            return msg;
+        }
+        if let Err(Failure::Error(e)) = result {
+            msg.stop_reason = StopReason::Error;
+            msg.error_message = Some(e);
+        }
+        msg
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output tokens (providers.md §1, pi-ai's simple-options)
+
+const CONTEXT_SAFETY_TOKENS: i64 = 4096;
+const CONTEXT_SAFETY_RATIO: f64 = 0.15;
+const MIN_OUTPUT_WITH_RATIO_MARGIN: i64 = 32768;
+const CHARS_PER_TOKEN: f64 = 3.5;
+const ESTIMATED_IMAGE_CHARS: usize = 4800;
+/// Tokens always left for the answer when a thinking budget shares the response ceiling.
+pub const MIN_ANSWER_TOKENS: u64 = 1024;
+
+fn js_len(s: &str) -> usize {
+    s.encode_utf16().count()
+}
+
+fn tokens_of_chars(chars: usize) -> u64 {
+    (chars as f64 / CHARS_PER_TOKEN).ceil() as u64
+}
+
+fn content_chars(content: &[ContentBlock]) -> usize {
+    content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text { text, .. } => js_len(text),
+            ContentBlock::Image { .. } => ESTIMATED_IMAGE_CHARS,
+            _ => 0,
+        })
+        .sum()
+}
+
+fn message_tokens(m: &LlmMessage) -> u64 {
+    match m {
+        LlmMessage::User { content, .. } | LlmMessage::ToolResult { content, .. } => {
+            tokens_of_chars(content_chars(content))
+        }
+        LlmMessage::Assistant(a) => {
+            let chars: usize = a
+                .content
+                .iter()
+                .map(|b| match b {
+                    ContentBlock::Text { text, .. } => js_len(text),
+                    ContentBlock::Thinking { thinking, .. } => js_len(thinking),
+                    ContentBlock::ToolCall {
+                        name, arguments, ..
+                    } => {
+                        js_len(name) + js_len(&serde_json::to_string(arguments).unwrap_or_default())
+                    }
+                    ContentBlock::Image { .. } => 0,
+                })
+                .sum();
+            tokens_of_chars(chars)
+        }
+    }
+}
+
+fn message_timestamp(m: &LlmMessage) -> u64 {
+    match m {
+        LlmMessage::User { timestamp, .. } => *timestamp,
+        LlmMessage::Assistant(a) => a.timestamp,
+        LlmMessage::ToolResult { .. } => 0,
+    }
+}
+
+/// pi-ai's `estimateContextTokens` over a request context: the last successful assistant
+/// usage plus estimates (chars / 3.5) of the messages after it, or the estimate of everything
+/// (system prompt and tool definitions included) when no usage applies.
+pub fn estimate_context_tokens(ctx: &LlmContext) -> u64 {
+    let mut latest_prefix: u64 = 0;
+    let mut usage_at: Option<(usize, u64)> = None;
+    for (i, m) in ctx.messages.iter().enumerate() {
+        if let LlmMessage::Assistant(a) = m {
+            let tokens = if a.usage.total_tokens > 0 {
+                a.usage.total_tokens
+            } else {
+                a.usage.sum_tokens()
+            };
+            if a.timestamp >= latest_prefix
+                && !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error)
+                && tokens > 0
+            {
+                usage_at = Some((i, tokens));
+            }
+        }
+        latest_prefix = latest_prefix.max(message_timestamp(m));
+    }
+    match usage_at {
+        Some((i, tokens)) => {
+            tokens
+                + ctx.messages[i + 1..]
+                    .iter()
+                    .map(message_tokens)
+                    .sum::<u64>()
+        }
+        None => {
+            let mut total = tokens_of_chars(js_len(&ctx.system_prompt));
+            if !ctx.tools.is_empty() {
+                let tools: Vec<Value> = ctx
+                    .tools
+                    .iter()
+                    .map(|t| {
+                        let mut m = Map::new();
+                        m.insert("name".into(), Value::from(t.name.as_str()));
+                        m.insert("description".into(), Value::from(t.description.as_str()));
+                        m.insert("parameters".into(), t.parameters.clone());
+                        Value::Object(m)
+                    })
+                    .collect();
+                total +=
+                    tokens_of_chars(js_len(&serde_json::to_string(&tools).unwrap_or_default()));
+            }
+            total + ctx.messages.iter().map(message_tokens).sum::<u64>()
+        }
+    }
+}
+
+/// pi-ai's `clampMaxTokensToContext`: fits `max_tokens` into the context window, leaving a
+/// margin for the input being counted higher than estimated. At least 1.
+pub fn clamp_max_tokens_to_context(model: &Model, ctx: &LlmContext, max_tokens: u64) -> u64 {
+    if model.context_window == 0 {
+        return max_tokens.max(1);
+    }
+    let input = estimate_context_tokens(ctx) as i64;
+    let window = model.context_window as i64;
+    let margin = CONTEXT_SAFETY_TOKENS.max((input as f64 * CONTEXT_SAFETY_RATIO).ceil() as i64);
+    let mut room = window - input - margin;
+    if room < MIN_OUTPUT_WITH_RATIO_MARGIN {
+        room = MIN_OUTPUT_WITH_RATIO_MARGIN.min(window - input - CONTEXT_SAFETY_TOKENS);
+    }
+    max_tokens.min(room.max(1) as u64)
+}
+
+/// The output cap of a request without thinking adjustments: `opts.max_tokens` or the model's
+/// `maxTokens`, fitted into the context window (providers.md §1).
+pub fn base_max_tokens(model: &Model, ctx: &LlmContext, opts: &StreamOptions) -> u64 {
+    clamp_max_tokens_to_context(model, ctx, opts.max_tokens.unwrap_or(model.max_tokens))
+}
+
+/// The budget of a thinking level (`xhigh` / `max` use the `high` budget).
+pub fn thinking_budget_for_level(level: ThinkingLevel, budgets: &ThinkingBudgets) -> u64 {
+    match level {
+        ThinkingLevel::Off => 0,
+        ThinkingLevel::Minimal => budgets.minimal,
+        ThinkingLevel::Low => budgets.low,
+        ThinkingLevel::Medium => budgets.medium,
+        ThinkingLevel::High | ThinkingLevel::Xhigh | ThinkingLevel::Max => budgets.high,
+    }
+}
+
+/// `min(budget, max(0, ceiling - 1024))`.
+pub fn clamp_thinking_budget_to_answer_room(budget: u64, ceiling: u64) -> u64 {
+    budget.min(ceiling.saturating_sub(MIN_ANSWER_TOKENS))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool-call arguments
+
+/// The arguments of one streaming tool call: the raw text, and a tolerant partial parse for the
+/// partial message. Re-parsing is amortized (skipped while the text has less than doubled since
+/// the last parse beyond the first 4 KiB), so long arguments cost linear time; the partial
+/// arguments may lag a little behind the text, like pi's.
+#[derive(Clone, Debug, Default)]
+pub struct ToolArgs {
+    text: String,
+    parsed_len: usize,
+    partial: Option<Value>,
+}
+
+impl ToolArgs {
+    pub fn new() -> ToolArgs {
+        ToolArgs::default()
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Appends a piece; returns the partial arguments when they were re-parsed.
+    pub fn append(&mut self, delta: &str) -> Option<Value> {
+        self.text.push_str(delta);
+        if self.text.len() > 4096 && self.text.len() < self.parsed_len.saturating_mul(2) {
+            return None;
+        }
+        self.parsed_len = self.text.len();
+        let v = parse_partial_json(&self.text);
+        let v = if v.is_object() {
+            v
+        } else {
+            Value::Object(Map::new())
+        };
+        self.partial = Some(v.clone());
+        Some(v)
+    }
+
+    /// The final arguments: one full parse of the complete text (`{}` if empty or invalid).
+    pub fn finish(&self) -> Value {
+        parse_tool_arguments(&self.text)
+    }
+}
+
+/// pi's `parseToolCallArguments`: `{}` for empty text; the parsed object (after repairing raw
+/// control characters and invalid escapes in strings); `{}` when that is not a JSON object.
+pub fn parse_tool_arguments(text: &str) -> Value {
+    if text.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    match parse_json_with_repair(text) {
+        Some(v @ Value::Object(_)) => v,
+        _ => Value::Object(Map::new()),
+    }
+}
+
+/// `JSON.parse`, retried once on pi's `repairJson` of the text.
+pub fn parse_json_with_repair(text: &str) -> Option<Value> {
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        return Some(v);
+    }
+    let repaired = repair_json(text);
+    if repaired != text {
+        return serde_json::from_str(&repaired).ok();
+    }
+    None
+}
+
+/// pi's `repairJson`: inside strings, escapes raw control characters and doubles backslashes
+/// that start an invalid escape.
+pub fn repair_json(json: &str) -> String {
+    let chars: Vec<char> = json.chars().collect();
+    let mut out = String::with_capacity(json.len() + 8);
+    let mut in_string = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if !in_string {
+            out.push(c);
+            if c == '"' {
+                in_string = true;
+            }
+            i += 1;
+            continue;
+        }
+        if c == '"' {
+            out.push(c);
+            in_string = false;
+            i += 1;
+            continue;
+        }
+        if c == '\\' {
+            match chars.get(i + 1) {
+                None => {
+                    out.push_str("\\\\");
+                    i += 1;
+                    continue;
+                }
+                Some('u') => {
+                    let digits: String = chars.iter().skip(i + 2).take(4).collect();
+                    if digits.len() == 4 && digits.chars().all(|d| d.is_ascii_hexdigit()) {
+                        out.push_str("\\u");
+                        out.push_str(&digits);
+                        i += 6;
+                        continue;
+                    }
+                    out.push_str("\\\\");
+                    i += 1;
+                    continue;
+                }
+                Some(&n) if matches!(n, '"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't') => {
+                    out.push('\\');
+                    out.push(n);
+                    i += 2;
+                    continue;
+                }
+                Some(_) => {
+                    out.push_str("\\\\");
+                    i += 1;
+                    continue;
+                }
+            }
+        }
+        if (c as u32) < 0x20 {
+            match c {
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                _ => out.push_str(&format!("\\u{:04x}", c as u32)),
+            }
+        } else {
+            out.push(c);
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The value of possibly incomplete JSON text (streamed tool arguments): unterminated strings
+/// show the characters so far, unterminated containers their complete members, a member whose
+/// value has not started is omitted, an unterminated literal shows its value once it is a
+/// prefix of `true` / `false` / `null`. Malformed text yields the value read up to the problem;
+/// text that never started a value yields `{}`.
+pub fn parse_partial_json(text: &str) -> Value {
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        return v;
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut p = PartialParser { s: &chars, i: 0 };
+    p.ws();
+    p.value().unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+struct PartialParser<'a> {
+    s: &'a [char],
+    i: usize,
+}
+
+impl PartialParser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && matches!(self.s[self.i], ' ' | '\t' | '\n' | '\r') {
+            self.i += 1;
+        }
+    }
+
+    fn at_end(&self) -> bool {
+        self.i >= self.s.len()
+    }
+
+    /// `None` when no value starts here.
+    fn value(&mut self) -> Option<Value> {
+        let c = *self.s.get(self.i)?;
+        match c {
+            '{' => {
+                self.i += 1;
+                Some(self.object())
+            }
+            '[' => {
+                self.i += 1;
+                Some(self.array())
+            }
+            '"' => {
+                self.i += 1;
+                Some(Value::String(self.string()))
+            }
+            _ => self.scalar(),
+        }
+    }
+
+    fn object(&mut self) -> Value {
+        let mut m = Map::new();
+        loop {
+            self.ws();
+            match self.s.get(self.i) {
+                None => return Value::Object(m),
+                Some('}') => {
+                    self.i += 1;
+                    return Value::Object(m);
+                }
+                Some(',') => {
+                    self.i += 1;
+                    continue;
+                }
+                Some('"') => {
+                    self.i += 1;
+                    let key_start = self.i;
+                    let key = self.string();
+                    // An unterminated key: the member has not started.
+                    if self.at_end() && !self.string_closed_before(key_start) {
+                        return Value::Object(m);
+                    }
+                    self.ws();
+                    if self.s.get(self.i) == Some(&':') {
+                        self.i += 1;
+                    }
+                    self.ws();
+                    if self.at_end() {
+                        return Value::Object(m);
+                    }
+                    match self.value() {
+                        Some(v) => {
+                            m.insert(key, v);
+                        }
+                        None => return Value::Object(m),
+                    }
+                }
+                Some(_) => return Value::Object(m),
+            }
+        }
+    }
+
+    /// Whether the string that started at `start` was closed (its closing quote read).
+    fn string_closed_before(&self, start: usize) -> bool {
+        self.i > start && self.s.get(self.i - 1) == Some(&'"') && {
+            // Count preceding backslashes: an escaped quote does not close.
+            let mut n = 0;
+            let mut j = self.i - 1;
+            while j > start && self.s[j - 1] == '\\' {
+                n += 1;
+                j -= 1;
+            }
+            n % 2 == 0
+        }
+    }
+
+    fn array(&mut self) -> Value {
+        let mut items = Vec::new();
+        loop {
+            self.ws();
+            match self.s.get(self.i) {
+                None => return Value::Array(items),
+                Some(']') => {
+                    self.i += 1;
+                    return Value::Array(items);
+                }
+                Some(',') => {
+                    self.i += 1;
+                    continue;
+                }
+                Some(_) => match self.value() {
+                    Some(v) => items.push(v),
+                    None => return Value::Array(items),
+                },
+            }
+        }
+    }
+
+    /// After the opening quote; stops after the closing quote or at the end of the text.
+    fn string(&mut self) -> String {
+        let mut out = String::new();
+        while let Some(&c) = self.s.get(self.i) {
+            self.i += 1;
+            match c {
+                '"' => return out,
+                '\\' => {
+                    let Some(&e) = self.s.get(self.i) else {
+                        // An unterminated escape is held back.
+                        return out;
+                    };
+                    self.i += 1;
+                    match e {
+                        '"' => out.push('"'),
+                        '\\' => out.push('\\'),
+                        '/' => out.push('/'),
+                        'b' => out.push('\u{8}'),
+                        'f' => out.push('\u{c}'),
+                        'n' => out.push('\n'),
+                        'r' => out.push('\r'),
+                        't' => out.push('\t'),
+                        'u' => {
+                            let hex: String = self.s.iter().skip(self.i).take(4).collect();
+                            if hex.len() < 4 && self.i + hex.len() >= self.s.len() {
+                                // Incomplete at the end of the text.
+                                self.i = self.s.len();
+                                return out;
+                            }
+                            match u32::from_str_radix(&hex, 16) {
+                                Ok(code) if hex.len() == 4 => {
+                                    self.i += 4;
+                                    let mut code = code;
+                                    // A surrogate pair.
+                                    if (0xD800..0xDC00).contains(&code)
+                                        && self.s.get(self.i) == Some(&'\\')
+                                        && self.s.get(self.i + 1) == Some(&'u')
+                                    {
+                                        let lo: String =
+                                            self.s.iter().skip(self.i + 2).take(4).collect();
+                                        if let Ok(l) = u32::from_str_radix(&lo, 16) {
+                                            if lo.len() == 4 && (0xDC00..0xE000).contains(&l) {
+                                                code = 0x10000
+                                                    + ((code - 0xD800) << 10)
+                                                    + (l - 0xDC00);
+                                                self.i += 6;
+                                            }
+                                        }
+                                    }
+                                    out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+                                }
+                                _ => {
+                                    out.push('\\');
+                                    out.push('u');
+                                }
+                            }
+                        }
+                        other => {
+                            out.push('\\');
+                            out.push(other);
+                        }
+                    }
+                }
+                other => out.push(other),
+            }
+        }
+        out
+    }
+
+    fn scalar(&mut self) -> Option<Value> {
+        let start = self.i;
+        while let Some(&c) = self.s.get(self.i) {
+            if matches!(
+                c,
+                ' ' | '\t' | '\n' | '\r' | ',' | ':' | '{' | '}' | '[' | ']' | '"'
+            ) {
+                break;
+            }
+            self.i += 1;
+        }
+        let token: String = self.s[start..self.i].iter().collect();
+        if token.is_empty() {
+            return None;
+        }
+        let complete = !self.at_end();
+        for (lit, v) in [
+            ("true", Value::Bool(true)),
+            ("false", Value::Bool(false)),
+            ("null", Value::Null),
+        ] {
+            if token == lit || (!complete && lit.starts_with(&token)) {
+                return Some(v);
+            }
+        }
+        if let Ok(v) = serde_json::from_str::<serde_json::Number>(&token) {
+            return Some(Value::Number(v));
+        }
+        if !complete {
+            // An unterminated number: its digits so far (an exponent without digits ignored).
+            let trimmed = token.trim_end_matches(['e', 'E', '+', '-', '.']);
+            if let Ok(v) = serde_json::from_str::<serde_json::Number>(trimmed) {
+                return Some(Value::Number(v));
+            }
+        }
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Error texts
+
+/// `JSON.stringify` of a parsed value: like `serde_json::to_string`, but integral floats print
+/// without a fraction (`1`, not `1.0`), as JavaScript does.
+pub fn js_stringify(v: &Value) -> String {
+    fn norm(v: &Value) -> Value {
+        match v {
+            Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
+                Some(f) => crate::util::js_value(f),
+                None => v.clone(),
+            },
+            Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, v)| (k.clone(), norm(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    serde_json::to_string(&norm(v)).unwrap_or_default()
+}
+
+/// JavaScript truthiness of a parsed JSON value.
+pub fn js_truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        _ => true,
+    }
+}
+
+/// The Stainless SDKs' `APIError.makeMessage`: `"<status> <msg>"` where msg is the error
+/// object's string `message`, else its JSON, else the raw text; `"<status> status code (no
+/// body)"` without any.
+pub fn sdk_status_message(status: u16, error: Option<&Value>, raw_text: Option<&str>) -> String {
+    let msg = match error {
+        Some(e) => match e.get("message").filter(|m| js_truthy(m)) {
+            Some(Value::String(s)) => s.clone(),
+            Some(m) => js_stringify(m),
+            None if js_truthy(e) => js_stringify(e),
+            None => raw_text.unwrap_or_default().to_owned(),
+        },
+        None => raw_text.unwrap_or_default().to_owned(),
+    };
+    if msg.is_empty() {
+        format!("{status} status code (no body)")
+    } else {
+        format!("{status} {msg}")
+    }
+}
+
+/// A response body parsed like the SDKs' `safeJSON`: `Some` only for valid JSON that is truthy.
+pub fn parse_error_body(text: &str) -> Option<Value> {
+    serde_json::from_str::<Value>(text).ok().filter(js_truthy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::types::{Tool, Usage};
+    use serde_json::json;
+
+    #[test]
+    fn partial_json() {
+        let cases: &[(&str, Value)] = &[
+            ("", json!({})),
+            ("{", json!({})),
+            ("{\"com", json!({})),
+            ("{\"command\"", json!({})),
+            ("{\"command\":", json!({})),
+            ("{\"command\": \"ech", json!({"command": "ech"})),
+            ("{\"command\": \"echo hi\"", json!({"command": "echo hi"})),
+            ("{\"a\": \"x\\", json!({"a": "x"})),
+            ("{\"a\": \"x\\u00", json!({"a": "x"})),
+            ("{\"a\": \"x\\u00e9\"}", json!({"a": "xé"})),
+            ("{\"n\": 12", json!({"n": 12})),
+            ("{\"n\": -", json!({})),
+            ("{\"n\": 1.5e", json!({"n": 1.5})),
+            ("{\"b\": tr", json!({"b": true})),
+            ("{\"b\": nul", json!({"b": null})),
+            (
+                "{\"l\": [1, 2, {\"x\": [\"a",
+                json!({"l": [1, 2, {"x": ["a"]}]}),
+            ),
+            ("{\"a\": 1, \"b\"", json!({"a": 1})),
+            ("{\"a\": \"raw\nnewline\"}", json!({"a": "raw\nnewline"})),
+            (
+                "{\"a\": \"bad \\d escape\"}",
+                json!({"a": "bad \\d escape"}),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(&parse_partial_json(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn final_tool_arguments() {
+        assert_eq!(parse_tool_arguments(""), json!({}));
+        assert_eq!(parse_tool_arguments("  "), json!({}));
+        assert_eq!(
+            parse_tool_arguments("{\"command\": \"echo hi\"}"),
+            json!({"command": "echo hi"})
+        );
+        // Raw control characters and invalid escapes are repaired.
+        assert_eq!(
+            parse_tool_arguments("{\"a\": \"x\ty\\d\"}"),
+            json!({"a": "x\ty\\d"})
+        );
+        // Truncated or non-object arguments are `{}`.
+        assert_eq!(parse_tool_arguments("{\"a\": \"x"), json!({}));
+        assert_eq!(parse_tool_arguments("[1]"), json!({}));
+        assert_eq!(parse_tool_arguments("nonsense"), json!({}));
+    }
+
+    #[test]
+    fn tool_args_stream() {
+        let mut a = ToolArgs::new();
+        assert_eq!(a.append("{\"command\": "), Some(json!({})));
+        assert_eq!(
+            a.append("\"echo from-o"),
+            Some(json!({"command": "echo from-o"}))
+        );
+        assert_eq!(
+            a.append("penai\"}"),
+            Some(json!({"command": "echo from-openai"}))
+        );
+        assert_eq!(a.finish(), json!({"command": "echo from-openai"}));
+        assert_eq!(a.text(), "{\"command\": \"echo from-openai\"}");
+        // Long arguments are re-parsed only when the text doubled.
+        let mut big = ToolArgs::new();
+        big.append("{\"content\": \"");
+        let mut reparsed = 0;
+        for _ in 0..2000 {
+            if big.append("0123456789").is_some() {
+                reparsed += 1;
+            }
+        }
+        assert!(reparsed < 420, "{reparsed}");
+        big.append("\"}");
+        assert_eq!(big.finish()["content"].as_str().unwrap().len(), 20000);
+    }
+
+    #[test]
+    fn repair_matches_pi() {
+        assert_eq!(repair_json("{\"a\":\"x\ny\"}"), "{\"a\":\"x\\ny\"}");
+        assert_eq!(repair_json("{\"a\":\"\\q\"}"), "{\"a\":\"\\\\q\"}");
+        assert_eq!(repair_json("{\"a\":\"\\u12\"}"), "{\"a\":\"\\\\u12\"}");
+        assert_eq!(repair_json("{\"a\":\"\\u00e9\"}"), "{\"a\":\"\\u00e9\"}");
+        assert_eq!(repair_json("{\"a\":\"\u{1}\"}"), "{\"a\":\"\\u0001\"}");
+    }
+
+    #[test]
+    fn sdk_messages() {
+        // Anthropic: the whole body is the error object.
+        let body = r#"{"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limited"}}"#;
+        let parsed = parse_error_body(body);
+        assert_eq!(
+            sdk_status_message(429, parsed.as_ref(), Some(body)),
+            r#"429 {"type":"error","error":{"type":"rate_limit_error","message":"Rate limited"}}"#
+        );
+        assert_eq!(
+            sdk_status_message(429, None, Some("plain text failure")),
+            "429 plain text failure"
+        );
+        assert_eq!(
+            sdk_status_message(500, None, Some("")),
+            "500 status code (no body)"
+        );
+        let p = parse_error_body(r#"{"message": "bad thing"}"#);
+        assert_eq!(sdk_status_message(400, p.as_ref(), None), "400 bad thing");
+        let p = parse_error_body(r#"{"foo": 1.0}"#);
+        assert_eq!(
+            sdk_status_message(400, p.as_ref(), None),
+            r#"400 {"foo":1}"#
+        );
+        assert_eq!(parse_error_body("null"), None);
+        assert_eq!(parse_error_body("not json"), None);
+    }
+
+    fn model(window: u64, max: u64) -> Model {
+        Model {
+            context_window: window,
+            max_tokens: max,
+            ..Model::default()
+        }
+    }
+
+    fn ctx_with_text(chars: usize) -> LlmContext {
+        LlmContext {
+            system_prompt: String::new(),
+            messages: vec![LlmMessage::User {
+                content: vec![ContentBlock::text("x".repeat(chars))],
+                timestamp: 1,
+            }],
+            tools: vec![],
+        }
+    }
+
+    #[test]
+    fn max_tokens_fit_the_context() {
+        // Plenty of room: the model cap.
+        assert_eq!(
+            clamp_max_tokens_to_context(&model(200_000, 8192), &ctx_with_text(100), 8192),
+            8192
+        );
+        // 35000 chars = 10000 tokens; room = 128000 - 10000 - max(4096, 1500) = 113904.
+        assert_eq!(
+            clamp_max_tokens_to_context(&model(128_000, 200_000), &ctx_with_text(35_000), 200_000),
+            113_904
+        );
+        // Little room: min(32768, window - input - 4096).
+        assert_eq!(
+            clamp_max_tokens_to_context(&model(32_000, 16_384), &ctx_with_text(3_500), 16_384),
+            16_384
+        );
+        assert_eq!(
+            clamp_max_tokens_to_context(&model(32_000, 30_000), &ctx_with_text(35_000), 30_000),
+            17_904
+        );
+        // Over the window: at least 1.
+        assert_eq!(
+            clamp_max_tokens_to_context(&model(1000, 8192), &ctx_with_text(35_000), 8192),
+            1
+        );
+        // No window: untouched.
+        assert_eq!(
+            clamp_max_tokens_to_context(&model(0, 8192), &ctx_with_text(35_000), 8192),
+            8192
+        );
+    }
+
+    #[test]
+    fn estimate_uses_last_usage() {
+        let mut a = AssistantMessage {
+            stop_reason: StopReason::Stop,
+            timestamp: 5,
+            usage: Usage {
+                total_tokens: 1000,
+                ..Usage::default()
+            },
+            ..AssistantMessage::default()
+        };
+        let ctx = LlmContext {
+            system_prompt: "s".repeat(7000),
+            messages: vec![
+                LlmMessage::User {
+                    content: vec![ContentBlock::text("hi")],
+                    timestamp: 1,
+                },
+                LlmMessage::Assistant(a.clone()),
+                LlmMessage::User {
+                    content: vec![ContentBlock::text("x".repeat(35))],
+                    timestamp: 6,
+                },
+            ],
+            tools: vec![Tool {
+                name: "t".into(),
+                description: "d".into(),
+                parameters: json!({}),
+            }],
+        };
+        assert_eq!(estimate_context_tokens(&ctx), 1010);
+        // An errored response's usage does not count: everything is estimated.
+        a.stop_reason = StopReason::Error;
+        let mut ctx2 = ctx.clone();
+        ctx2.messages[1] = LlmMessage::Assistant(a);
+        let tools_json = r#"[{"name":"t","description":"d","parameters":{}}]"#;
+        assert_eq!(
+            estimate_context_tokens(&ctx2),
+            2000 + tokens_of_chars(tools_json.len()) + 1 + 10
+        );
+    }
+
+    #[test]
+    fn budgets() {
+        let b = ThinkingBudgets::default();
+        assert_eq!(thinking_budget_for_level(ThinkingLevel::Medium, &b), 8192);
+        assert_eq!(thinking_budget_for_level(ThinkingLevel::Max, &b), 16384);
+        assert_eq!(clamp_thinking_budget_to_answer_room(16384, 8192), 7168);
+        assert_eq!(clamp_thinking_budget_to_answer_room(16384, 500), 0);
+    }
+
+    #[test]
+    fn unsupported_api_is_an_error_without_start() {
+        let m = Model {
+            id: "x".into(),
+            api: "bedrock-converse-stream".into(),
+            provider: "p".into(),
+            ..Model::default()
+        };
+        let mut events = 0;
+        let msg = stream_assistant(
+            &m,
+            &LlmContext::default(),
+            &StreamOptions::default(),
+            &CancelToken::new(),
+            &mut |_| events += 1,
+        );
+        assert_eq!(events, 0);
+        assert_eq!(msg.stop_reason, StopReason::Error);
+        assert_eq!(
+            msg.error_message.as_deref(),
+            Some("Unsupported API: bedrock-converse-stream")
+        );
+        assert!(msg.duration_ms.is_some());
+        assert_eq!(msg.thinking_level, Some(ThinkingLevel::Off));
+    }
+}

@@ -1,0 +1,11 @@
+//! Wire types of the RPC protocol and its JSONL framing. No behaviour lives here: the reader,
+//! processor and writer threads in `rpc/` use these types to talk to the host.
+
+pub mod command;
+pub mod event;
+pub mod framing;
+pub mod response;
+
+pub use command::{Command, CommandError, ImageContent, Incoming, StreamingBehavior};
+pub use event::Event;
+pub use response::Response;

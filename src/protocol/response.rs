@@ -1,0 +1,95 @@
+//! The `response` record: `{"id"?,"type":"response","command"?,"success",("data"|"error")?}` in
+//! exactly that key order (`rpc-protocol.md` §2).
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
+
+/// One answer to one command line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    /// The command's `id`, echoed verbatim; `None` when the command had none.
+    pub id: Option<Value>,
+    /// The command's `type` (`"parse"` for unparsable lines). Always present in pi-rpc.
+    pub command: Value,
+    pub success: bool,
+    /// `Some(Value::Null)` writes `"data":null`; `None` omits the key.
+    pub data: Option<Value>,
+    pub error: Option<String>,
+}
+
+impl Response {
+    pub fn ok(id: Option<Value>, command: &str, data: Option<Value>) -> Response {
+        Response {
+            id,
+            command: Value::String(command.to_string()),
+            success: true,
+            data,
+            error: None,
+        }
+    }
+
+    pub fn err(id: Option<Value>, command: &str, error: impl Into<String>) -> Response {
+        Response {
+            id,
+            command: Value::String(command.to_string()),
+            success: false,
+            data: None,
+            error: Some(error.into()),
+        }
+    }
+
+    /// The answer to a line that is not a command object.
+    pub fn parse_error(id: Option<Value>, error: impl Into<String>) -> Response {
+        Response::err(id, "parse", error)
+    }
+}
+
+impl Serialize for Response {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        if let Some(id) = &self.id {
+            m.serialize_entry("id", id)?;
+        }
+        m.serialize_entry("type", "response")?;
+        m.serialize_entry("command", &self.command)?;
+        m.serialize_entry("success", &self.success)?;
+        if self.success {
+            if let Some(d) = &self.data {
+                m.serialize_entry("data", d)?;
+            }
+        } else if let Some(e) = &self.error {
+            m.serialize_entry("error", e)?;
+        }
+        m.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_order_and_optional_keys() {
+        let r = Response::ok(Some(json!("1")), "get_state", Some(json!({"a": 1})));
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"id":"1","type":"response","command":"get_state","success":true,"data":{"a":1}}"#
+        );
+        let r = Response::ok(None, "abort", None);
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"type":"response","command":"abort","success":true}"#
+        );
+        let r = Response::ok(None, "cycle_model", Some(Value::Null));
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"type":"response","command":"cycle_model","success":true,"data":null}"#
+        );
+        let r = Response::err(Some(json!("x")), "set_model", "Model not found: a/b");
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"id":"x","type":"response","command":"set_model","success":false,"error":"Model not found: a/b"}"#
+        );
+    }
+}

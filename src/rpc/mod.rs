@@ -1,0 +1,8 @@
+//! RPC mode: the reader thread (stdin → commands), the processor thread (commands → session
+//! calls → responses), and the writer thread (the only code that touches stdout).
+
+pub mod processor;
+pub mod reader;
+pub mod writer;
+
+pub use writer::Output;

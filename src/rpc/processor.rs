@@ -1,0 +1,309 @@
+//! The processor thread: one response per command line, in order for the commands it answers
+//! itself. It never blocks on long work: runs and bash commands are handed to their threads,
+//! which answer when their work is done.
+
+use std::sync::Arc;
+
+use crossbeam_channel::Receiver;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use super::reader::Input;
+use super::writer::Output;
+use crate::agent::control::RunControl;
+use crate::agent::job::{user_message, AgentJob};
+use crate::agent::AgentSession;
+use crate::protocol::command::{Command, Incoming};
+use crate::protocol::{Event, Response};
+
+/// What ended the processor loop.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// stdin ended.
+    Eof,
+}
+
+/// Shared handles the processor works with.
+pub struct Processor {
+    pub session: Arc<Mutex<AgentSession>>,
+    pub out: Output,
+    /// Where session-level runs are started.
+    pub agent: crossbeam_channel::Sender<AgentJob>,
+}
+
+/// The `<login help>` lines of pi's model/credential errors, pointing at our own docs.
+pub fn login_help() -> String {
+    let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    format!(
+        "Use /login to log into a provider via OAuth or API key. See:\n  {docs}#providers\n  {docs}#models"
+    )
+}
+
+impl Processor {
+    /// Runs until stdin ends.
+    pub fn run(&self, input: Receiver<Input>) -> Exit {
+        for item in input {
+            match item {
+                Input::Eof => return Exit::Eof,
+                Input::Malformed(error) => self.out.response(&Response::parse_error(None, error)),
+                Input::Line(incoming) => self.handle(incoming),
+            }
+        }
+        Exit::Eof
+    }
+
+    fn handle(&self, incoming: Incoming) {
+        match incoming {
+            Incoming::Command { id, command } => self.dispatch(id, command),
+            Incoming::Invalid { id, command, error } => {
+                self.out
+                    .response(&Response::err(id, command, error.to_string()));
+            }
+            Incoming::Unknown { id, type_name } => {
+                let error = format!("Unknown command: {type_name}");
+                self.out.response(&Response::err(id, &type_name, error));
+            }
+            Incoming::NotACommand { id, error } => {
+                self.out.response(&Response::parse_error(id, error));
+            }
+            // The reader resolves these itself; one that reaches here has no pending dialog.
+            Incoming::UiResponse(_) => {}
+        }
+    }
+
+    fn emit_all(&self, events: Vec<Event>) {
+        for e in &events {
+            self.out.event(e);
+        }
+    }
+
+    fn dispatch(&self, id: Option<Value>, command: Command) {
+        let name = command.name();
+        let reply = |result: Result<Option<Value>, String>| match result {
+            Ok(data) => self.out.response(&Response::ok(id.clone(), name, data)),
+            Err(e) => self.out.response(&Response::err(id.clone(), name, e)),
+        };
+        match command {
+            Command::GetState => {
+                let data = self.session.lock().state_json();
+                reply(Ok(Some(data)));
+            }
+            Command::GetMessages => {
+                let messages = self.session.lock().messages.clone();
+                reply(Ok(Some(json!({ "messages": messages }))));
+            }
+            Command::GetAvailableModels => {
+                let models = self.session.lock().registry.available();
+                reply(Ok(Some(json!({ "models": models }))));
+            }
+            Command::SetModel { provider, model_id } => {
+                let result = self.session.lock().set_model(&provider, &model_id);
+                match result {
+                    Ok((model, events)) => {
+                        self.emit_all(events);
+                        reply(Ok(Some(json!(model))));
+                    }
+                    Err(e) => reply(Err(e)),
+                }
+            }
+            Command::CycleModel => {
+                let (data, events) = self.session.lock().cycle_model();
+                self.emit_all(events);
+                reply(Ok(Some(data.unwrap_or(Value::Null))));
+            }
+            Command::SetThinkingLevel { level } => {
+                let events = self.session.lock().set_thinking_level(level);
+                self.emit_all(events);
+                reply(Ok(None));
+            }
+            Command::CycleThinkingLevel => {
+                let (level, events) = self.session.lock().cycle_thinking_level();
+                self.emit_all(events);
+                reply(Ok(Some(
+                    level.map_or(Value::Null, |l| json!({ "level": l })),
+                )));
+            }
+            Command::GetAvailableThinkingLevels => {
+                let levels = self.session.lock().available_thinking_levels();
+                reply(Ok(Some(json!({ "levels": levels }))));
+            }
+            Command::SetSteeringMode { mode } => {
+                reply(self.session.lock().set_queue_mode(true, mode).map(|_| None));
+            }
+            Command::SetFollowUpMode { mode } => {
+                reply(
+                    self.session
+                        .lock()
+                        .set_queue_mode(false, mode)
+                        .map(|_| None),
+                );
+            }
+            Command::SetAutoCompaction { enabled } => {
+                reply(
+                    self.session
+                        .lock()
+                        .set_auto_flag(true, enabled)
+                        .map(|_| None),
+                );
+            }
+            Command::SetAutoRetry { enabled } => {
+                reply(
+                    self.session
+                        .lock()
+                        .set_auto_flag(false, enabled)
+                        .map(|_| None),
+                );
+            }
+            Command::GetCommands => {
+                let data = self.session.lock().commands_json();
+                reply(Ok(Some(data)));
+            }
+            Command::GetSessionStats => {
+                let data = self.session.lock().session_stats();
+                reply(Ok(Some(data)));
+            }
+            Command::GetLastAssistantText => {
+                let text = self.session.lock().last_assistant_text();
+                reply(Ok(Some(json!({ "text": text }))));
+            }
+            Command::GetForkMessages => {
+                let data = self.session.lock().fork_messages();
+                reply(Ok(Some(data)));
+            }
+            Command::GetEntries { since } => {
+                let result = self.session.lock().entries_json(since.as_deref());
+                reply(result.map(Some));
+            }
+            Command::SetSessionName { name } => {
+                let result = self.session.lock().set_session_name(&name);
+                match result {
+                    Ok(event) => {
+                        self.out.event(&event);
+                        reply(Ok(None));
+                    }
+                    Err(e) => reply(Err(e)),
+                }
+            }
+            Command::ClearQueue => {
+                let (data, event) = self.session.lock().clear_queues();
+                self.out.event(&event);
+                reply(Ok(Some(data)));
+            }
+            Command::Steer { message, images } | Command::FollowUp { message, images } => {
+                let steering = name == "steer";
+                let event = {
+                    let mut s = self.session.lock();
+                    let text = expand_text(&s, &message);
+                    s.enqueue(steering, text, images)
+                };
+                self.out.event(&event);
+                reply(Ok(Some(json!({ "disposition": "queued" }))));
+            }
+            Command::Prompt {
+                message,
+                images,
+                streaming_behavior,
+            } => {
+                let mut s = self.session.lock();
+                if s.is_compacting {
+                    drop(s);
+                    return reply(Err("Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.".into()));
+                }
+                let text = expand_text(&s, &message);
+                if s.is_streaming {
+                    let Some(behavior) = streaming_behavior else {
+                        drop(s);
+                        return reply(Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into()));
+                    };
+                    let steering = behavior == crate::protocol::StreamingBehavior::Steer;
+                    let event = s.enqueue(steering, text, images);
+                    drop(s);
+                    self.out.event(&event);
+                    return reply(Ok(Some(json!({ "disposition": "queued" }))));
+                }
+                let error = if s.model.is_placeholder() {
+                    Some(format!(
+                        "No API key found for the selected model.\n\n{}",
+                        login_help()
+                    ))
+                } else if !s.registry.has_credentials(&s.model.provider) {
+                    Some(format!(
+                        "No API key found for {}.\n\n{}",
+                        s.model.provider,
+                        login_help()
+                    ))
+                } else {
+                    None
+                };
+                if let Some(error) = error {
+                    drop(s);
+                    return reply(Err(error));
+                }
+                s.is_streaming = true;
+                s.run = RunControl::default();
+                drop(s);
+                // The response is the run's first record: it is queued before the agent
+                // thread even sees the job, so it precedes agent_start.
+                reply(Ok(Some(json!({ "disposition": "started" }))));
+                let job = AgentJob::Run {
+                    user_message: user_message(&text, &images),
+                };
+                if self.agent.send(job).is_err() {
+                    eprintln!("pi-rpc: the agent thread is gone");
+                    self.session.lock().is_streaming = false;
+                }
+            }
+            Command::Abort => {
+                let mut s = self.session.lock();
+                if s.is_streaming {
+                    s.run.abort_requested = true;
+                    s.run.abort_waiters.push(id.clone());
+                    let cancel = s.run.cancel.clone();
+                    drop(s);
+                    // Answered by the agent thread after agent_settled.
+                    cancel.cancel();
+                } else {
+                    drop(s);
+                    reply(Ok(None));
+                }
+            }
+            Command::AbortRetry => {
+                let mut s = self.session.lock();
+                if let Some(sleep) = s.run.retry_sleep.clone() {
+                    s.run.abort_retry_waiters.push(id.clone());
+                    drop(s);
+                    // Answered by the agent thread right after auto_retry_end.
+                    sleep.cancel();
+                } else {
+                    drop(s);
+                    reply(Ok(None));
+                }
+            }
+            Command::AbortBash => {
+                // No RPC bash command can run in this build yet.
+                reply(Ok(None));
+            }
+            Command::Bash { .. }
+            | Command::Compact { .. }
+            | Command::NewSession { .. }
+            | Command::SwitchSession { .. }
+            | Command::Fork { .. }
+            | Command::Clone
+            | Command::GetTree
+            | Command::ExportHtml { .. } => {
+                reply(Err(format!("{name} is not available in this build yet")));
+            }
+        }
+    }
+}
+
+/// Skill commands and prompt templates expanded (`agent-loop.md` §2, items 4–5).
+fn expand_text(s: &AgentSession, message: &str) -> String {
+    match crate::resources::skills::expand_skill_command(message, &s.skills) {
+        Ok(Some(expanded)) => return expanded,
+        Ok(None) => {}
+        Err(e) => eprintln!("pi-rpc: {e}"),
+    }
+    crate::resources::prompts::expand_prompt_template(message, &s.prompts)
+        .unwrap_or_else(|| message.to_string())
+}

@@ -1,0 +1,205 @@
+//! The writer thread owns fd 1. Producers (processor, agent, bash threads) send serialized lines
+//! over a bounded channel; when the host reads slowly the channel fills and producers block, which
+//! is the backpressure that keeps memory bounded. A closed stdout ends the process quietly.
+
+use std::io::{ErrorKind, Write};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+use crate::protocol::{framing, Event, Response};
+
+/// How many serialized lines may wait for stdout before producers block.
+pub const OUTPUT_CAPACITY: usize = 1024;
+
+enum OutMsg {
+    Line(String),
+    /// Answered once every line sent before it has been written and flushed.
+    Flush(Sender<()>),
+}
+
+/// A cloneable handle for writing protocol records.
+#[derive(Clone)]
+pub struct Output {
+    tx: Sender<OutMsg>,
+}
+
+impl Output {
+    /// Writes an event record.
+    pub fn event(&self, event: &Event) {
+        self.line(framing::encode(event));
+    }
+
+    /// Writes a response record.
+    pub fn response(&self, response: &Response) {
+        self.line(framing::encode(response));
+    }
+
+    /// Writes any serializable record (json mode's session header, for instance).
+    pub fn record<T: serde::Serialize + ?Sized>(&self, value: &T) {
+        self.line(framing::encode(value));
+    }
+
+    /// Writes one already-serialized line (without its newline). Blocks while the channel is full.
+    pub fn line(&self, line: String) {
+        // A send fails only once the writer has stopped (stdout closed); the process is ending.
+        let _ = self.tx.send(OutMsg::Line(line));
+    }
+
+    /// Waits until everything sent so far is on stdout (or stdout is gone).
+    pub fn flush(&self) {
+        let (tx, rx) = bounded(1);
+        if self.tx.send(OutMsg::Flush(tx)).is_ok() {
+            let _ = rx.recv();
+        }
+    }
+
+    /// An output whose lines go to a channel the caller reads (tests and embedding).
+    pub fn capture() -> (Output, Receiver<String>) {
+        let (tx, rx) = bounded::<OutMsg>(OUTPUT_CAPACITY);
+        let (line_tx, line_rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for msg in rx {
+                match msg {
+                    OutMsg::Line(l) => {
+                        if line_tx.send(l).is_err() {
+                            return;
+                        }
+                    }
+                    OutMsg::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        (Output { tx }, line_rx)
+    }
+}
+
+/// What the writer thread does when stdout is closed under it.
+pub type OnClosed = Box<dyn FnOnce() + Send>;
+
+/// Starts the writer thread over `sink`. `on_closed` runs once if a write fails with a broken
+/// pipe (or any other fatal error); it is expected to end the process.
+pub fn spawn<W: Write + Send + 'static>(sink: W, on_closed: OnClosed) -> (Output, JoinHandle<()>) {
+    let (tx, rx) = bounded::<OutMsg>(OUTPUT_CAPACITY);
+    let handle = std::thread::Builder::new()
+        .name("stdout-writer".into())
+        .spawn(move || writer_loop(sink, rx, on_closed))
+        .unwrap_or_else(|e| {
+            eprintln!("pi-rpc: cannot start the writer thread: {e}");
+            std::process::exit(1);
+        });
+    (Output { tx }, handle)
+}
+
+fn writer_loop<W: Write>(sink: W, rx: Receiver<OutMsg>, on_closed: OnClosed) {
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, sink);
+    let mut pending_flushes: Vec<Sender<()>> = Vec::new();
+    let mut failed = false;
+    while let Ok(first) = rx.recv() {
+        let mut msg = Some(first);
+        // Drain what is already queued before flushing, so bursts become one write.
+        while let Some(m) = msg.take() {
+            match m {
+                OutMsg::Line(l) => {
+                    if !failed {
+                        if let Err(e) = write_line(&mut out, &l) {
+                            failed = true;
+                            report_failure(&e);
+                            break;
+                        }
+                    }
+                }
+                OutMsg::Flush(done) => pending_flushes.push(done),
+            }
+            msg = rx.try_recv().ok();
+        }
+        if !failed {
+            if let Err(e) = out.flush() {
+                failed = true;
+                report_failure(&e);
+            }
+        }
+        for done in pending_flushes.drain(..) {
+            let _ = done.send(());
+        }
+        if failed {
+            on_closed();
+            return;
+        }
+    }
+    let _ = out.flush();
+}
+
+fn write_line<W: Write>(out: &mut W, line: &str) -> std::io::Result<()> {
+    out.write_all(line.as_bytes())?;
+    out.write_all(b"\n")
+}
+
+fn report_failure(e: &std::io::Error) {
+    if e.kind() != ErrorKind::BrokenPipe {
+        eprintln!("pi-rpc: stdout write failed: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    struct Closed;
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from(ErrorKind::BrokenPipe))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Err(std::io::Error::from(ErrorKind::BrokenPipe))
+        }
+    }
+
+    #[test]
+    fn lines_are_written_in_order() {
+        let buf = Buf::default();
+        let (out, handle) = spawn(buf.clone(), Box::new(|| {}));
+        out.event(&Event::AgentStart);
+        out.response(&Response::ok(None, "abort", None));
+        out.flush();
+        drop(out);
+        handle.join().unwrap();
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text,
+            "{\"type\":\"agent_start\"}\n{\"type\":\"response\",\"command\":\"abort\",\"success\":true}\n"
+        );
+    }
+
+    #[test]
+    fn broken_pipe_calls_on_closed() {
+        let (tx, rx) = bounded(1);
+        let (out, handle) = spawn(
+            Closed,
+            Box::new(move || {
+                let _ = tx.send(());
+            }),
+        );
+        out.event(&Event::AgentStart);
+        out.flush();
+        rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap();
+        handle.join().unwrap();
+        // Sending after the writer stopped neither blocks nor panics.
+        out.event(&Event::AgentStart);
+    }
+}

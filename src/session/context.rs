@@ -1,0 +1,255 @@
+//! Rebuilding the agent's message list from the active branch (`session-format.md` §6).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::entry::Entry;
+use crate::util;
+
+/// What the active branch says about model, thinking level and messages.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionContext {
+    pub messages: Vec<Value>,
+    /// Latest thinking level on the path (`None` when the path records none).
+    pub thinking_level: Option<String>,
+    /// Latest `(provider, modelId)` from a model_change or an assistant message.
+    pub model: Option<(String, String)>,
+}
+
+/// The entry's timestamp in ms (`new Date(ts).getTime()`; `null` when it does not parse).
+fn entry_ts_ms(e: &Entry) -> Value {
+    util::ms_from_iso(e.timestamp()).map_or(Value::Null, Value::from)
+}
+
+/// Builds the context of `branch` (root first).
+pub fn build_context(branch: &[&Entry]) -> SessionContext {
+    let mut ctx = SessionContext::default();
+    for e in branch {
+        match e.kind() {
+            "thinking_level_change" => {
+                if let Some(l) = e.get_str("thinkingLevel") {
+                    ctx.thinking_level = Some(l);
+                }
+            }
+            "model_change" => {
+                if let (Some(p), Some(m)) = (e.get_str("provider"), e.get_str("modelId")) {
+                    ctx.model = Some((p, m));
+                }
+            }
+            "message" if e.message_role() == Some("assistant") => {
+                #[derive(serde::Deserialize)]
+                struct ModelOf {
+                    message: ModelFields,
+                }
+                #[derive(serde::Deserialize)]
+                struct ModelFields {
+                    provider: Option<String>,
+                    model: Option<String>,
+                }
+                if let Ok(ModelOf {
+                    message:
+                        ModelFields {
+                            provider: Some(p),
+                            model: Some(m),
+                        },
+                }) = e.deserialize::<ModelOf>()
+                {
+                    ctx.model = Some((p, m));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // The projected entries: after the latest compaction, its kept tail.
+    let compaction_pos = branch.iter().rposition(|e| e.kind() == "compaction");
+    let projected: Vec<&Entry> = match compaction_pos {
+        Some(ci) => {
+            let c = branch[ci];
+            let first_kept = c.get_str("firstKeptEntryId");
+            let mut out = vec![c];
+            if let Some(fk) = first_kept {
+                if let Some(start) = branch[..ci].iter().position(|e| e.id() == fk) {
+                    out.extend(
+                        branch[start..ci]
+                            .iter()
+                            .filter(|e| e.message_role() != Some("system")),
+                    );
+                }
+            }
+            out.extend(branch[ci + 1..].iter());
+            out
+        }
+        None => branch.to_vec(),
+    };
+
+    // Latest context_edit per target wins.
+    let mut edits: HashMap<String, Value> = HashMap::new();
+    for e in &projected {
+        if e.kind() == "context_edit" {
+            if let Some(t) = e.get_str("targetId") {
+                edits.insert(t, e.get("replacement").unwrap_or(Value::Null));
+            }
+        }
+    }
+
+    for (i, e) in projected.into_iter().enumerate() {
+        let edit = edits.get(e.id());
+        if matches!(edit, Some(Value::Null)) {
+            continue;
+        }
+        let before = ctx.messages.len();
+        match e.kind() {
+            "message" => {
+                let Some(mut msg) = e.message() else { continue };
+                normalize_null_content(&mut msg);
+                ctx.messages.push(msg);
+            }
+            // Only the newest compaction (index 0) contributes; an older one inside the kept
+            // range is skipped.
+            "compaction" if i == 0 => {
+                if let Some(sys) = e.get("systemMessage") {
+                    if is_truthy(&sys) {
+                        ctx.messages.push(sys);
+                    }
+                }
+                let mut m = Map::new();
+                m.insert("role".into(), "compactionSummary".into());
+                if let Some(s) = e.get("summary") {
+                    m.insert("summary".into(), s);
+                }
+                if let Some(t) = e.get("tokensBefore") {
+                    m.insert("tokensBefore".into(), t);
+                }
+                m.insert("timestamp".into(), entry_ts_ms(e));
+                ctx.messages.push(Value::Object(m));
+            }
+            "branch_summary" => {
+                let Some(summary) = e.get("summary").filter(is_truthy) else {
+                    continue;
+                };
+                let mut m = Map::new();
+                m.insert("role".into(), "branchSummary".into());
+                m.insert("summary".into(), summary);
+                if let Some(f) = e.get("fromId") {
+                    m.insert("fromId".into(), f);
+                }
+                m.insert("timestamp".into(), entry_ts_ms(e));
+                ctx.messages.push(Value::Object(m));
+            }
+            "custom_message" => {
+                let entry = e.to_map();
+                let mut m = Map::new();
+                m.insert("role".into(), "custom".into());
+                for k in ["customType", "content", "display", "details"] {
+                    match entry.get(k) {
+                        Some(Value::Null) | None if k == "content" => {
+                            m.insert(k.into(), Value::Array(Vec::new()));
+                        }
+                        Some(v) => {
+                            m.insert(k.into(), v.clone());
+                        }
+                        None => {}
+                    }
+                }
+                m.insert("timestamp".into(), entry_ts_ms(e));
+                ctx.messages.push(Value::Object(m));
+            }
+            _ => {}
+        }
+        if let Some(Value::Object(rep)) = edit {
+            for msg in &mut ctx.messages[before..] {
+                apply_replacement(msg, rep);
+            }
+        }
+    }
+    ctx
+}
+
+/// JavaScript truthiness of a JSON value.
+fn is_truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        _ => true,
+    }
+}
+
+/// A `context_edit` replacement: the content of user/assistant/toolResult/custom messages is
+/// replaced (a string becomes one text block for assistant and toolResult).
+fn apply_replacement(msg: &mut Value, rep: &Map<String, Value>) {
+    let Value::Object(m) = msg else { return };
+    let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+    if !matches!(role, "user" | "assistant" | "toolResult" | "custom") {
+        return;
+    }
+    let content = match rep.get("content") {
+        Some(Value::String(s)) if matches!(role, "assistant" | "toolResult") => {
+            serde_json::json!([{"type": "text", "text": s}])
+        }
+        Some(c) => c.clone(),
+        None => Value::Null,
+    };
+    m.insert("content".into(), content);
+}
+
+/// Null or missing content: system → `""`, user/assistant/toolResult → `[]`.
+fn normalize_null_content(msg: &mut Value) {
+    let Value::Object(m) = msg else { return };
+    if !matches!(m.get("content"), None | Some(Value::Null)) {
+        return;
+    }
+    match m.get("role").and_then(Value::as_str) {
+        Some("system") => {
+            m.insert("content".into(), Value::from(""));
+        }
+        Some("user") | Some("assistant") | Some("toolResult") => {
+            m.insert("content".into(), Value::Array(Vec::new()));
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(v: Value) -> Entry {
+        Entry::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn context_edits_and_compaction() {
+        let es = [
+            entry(
+                json!({"type":"model_change","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","provider":"p","modelId":"m"}),
+            ),
+            entry(
+                json!({"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi","timestamp":1}}),
+            ),
+            entry(
+                json!({"type":"message","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[],"provider":"p2","model":"m2","stopReason":"error"}}),
+            ),
+            entry(
+                json!({"type":"context_edit","id":"d","parentId":"c","timestamp":"2026-01-01T00:00:00.000Z","targetId":"c","replacement":null}),
+            ),
+        ];
+        let refs: Vec<&Entry> = es.iter().collect();
+        let ctx = build_context(&refs);
+        assert_eq!(ctx.messages.len(), 1);
+        assert_eq!(ctx.model, Some(("p2".into(), "m2".into())));
+
+        let mut es2 = es.to_vec();
+        es2.push(entry(json!({"type":"compaction","id":"e","parentId":"d","timestamp":"2026-01-01T00:00:01.000Z","summary":"S","firstKeptEntryId":"b","tokensBefore":10})));
+        let refs: Vec<&Entry> = es2.iter().collect();
+        let ctx = build_context(&refs);
+        assert_eq!(ctx.messages[0]["role"], "compactionSummary");
+        assert_eq!(ctx.messages[0]["timestamp"], 1767225601000u64);
+        assert_eq!(ctx.messages[1]["content"], "hi");
+        assert_eq!(ctx.messages.len(), 2);
+    }
+}

@@ -1,0 +1,25 @@
+//! The session: a tree of entries kept in memory and appended, one JSON line each, to a
+//! pi-compatible session file (`session-format.md`).
+//!
+//! - [`entry`]: one entry, stored as its JSON text plus the tree fields;
+//! - [`load`]: reading a file (streamed, torn lines skipped, old versions migrated);
+//! - [`migrate`]: the v1→v2→v3 migrations;
+//! - [`manager`]: the live session (appends, lazy file creation, fork/clone);
+//! - [`tree`]: the `get_tree` forest;
+//! - [`context`]: the LLM context of the active branch;
+//! - [`stats`]: counts and usage totals (`get_session_stats`);
+//! - [`lookup`]: finding session files for the command line (`--session`, `--continue`, …).
+
+pub mod context;
+pub mod entry;
+pub mod load;
+pub mod lookup;
+pub mod manager;
+pub mod migrate;
+pub mod stats;
+pub mod tree;
+
+pub use entry::Entry;
+pub use load::LoadError;
+pub use manager::{ForkMessage, Forked, Label, SessionError, SessionHeader, SessionManager};
+pub use stats::SessionTotals;

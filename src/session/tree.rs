@@ -1,0 +1,189 @@
+//! The session tree (`get_tree`, `session-format.md` §5): roots are entries whose `parentId` is
+//! null, their own id, or an id that does not exist (orphans); children are sorted by timestamp,
+//! oldest first (stable); labels come from the latest `label` entry per target.
+//!
+//! A linear session of 100,000 entries is a tree 100,000 levels deep, so nothing here recurses:
+//! the tree is an arena of index lists, and the JSON text is written with an explicit stack.
+
+use std::collections::HashMap;
+
+use super::entry::Entry;
+use super::manager::Label;
+
+/// One node of the tree; `children` index [`Tree::nodes`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TreeNode<'a> {
+    pub entry: &'a Entry,
+    pub children: Vec<usize>,
+    pub label: Option<&'a Label>,
+}
+
+/// All entries as a forest: `nodes[i]` is `entries[i]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tree<'a> {
+    pub nodes: Vec<TreeNode<'a>>,
+    pub roots: Vec<usize>,
+}
+
+/// Builds the forest of `entries` (append order) with the current `labels`.
+pub fn build_tree<'a>(entries: &'a [Entry], labels: &'a [Label]) -> Tree<'a> {
+    let labels_by_id: HashMap<&str, &Label> =
+        labels.iter().map(|l| (l.target_id.as_str(), l)).collect();
+    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        if e.has_id() {
+            by_id.insert(e.id(), i);
+        }
+    }
+    let mut nodes: Vec<TreeNode<'a>> = entries
+        .iter()
+        .map(|e| TreeNode {
+            entry: e,
+            children: Vec::new(),
+            label: labels_by_id.get(e.id()).copied(),
+        })
+        .collect();
+    let mut roots = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        match e.parent_id() {
+            None => roots.push(i),
+            Some(p) if p == e.id() => roots.push(i),
+            Some(p) => match by_id.get(p) {
+                Some(&pi) if pi != i => nodes[pi].children.push(i),
+                _ => roots.push(i),
+            },
+        }
+    }
+    // Children oldest first; the sort is stable, so equal timestamps keep append order.
+    let ms: Vec<u64> = entries
+        .iter()
+        .map(|e| crate::util::ms_from_iso(e.timestamp()).unwrap_or(0))
+        .collect();
+    for n in &mut nodes {
+        if n.children.len() > 1 {
+            n.children.sort_by_key(|&c| ms[c]);
+        }
+    }
+    Tree { nodes, roots }
+}
+
+/// `{"tree":[Node…],"leafId":…}` with `Node = {"entry","children","label"?,"labelTimestamp"?}`,
+/// entries written exactly as stored.
+pub fn tree_json_text(entries: &[Entry], labels: &[Label], leaf: Option<&str>) -> String {
+    let tree = build_tree(entries, labels);
+    let cap = entries.iter().map(|e| e.raw().len() + 32).sum::<usize>() + 64;
+    let mut out = String::with_capacity(cap);
+    out.push_str("{\"tree\":[");
+    // (node, index of the next child to write)
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for (ri, &root) in tree.roots.iter().enumerate() {
+        if ri > 0 {
+            out.push(',');
+        }
+        open_node(&mut out, &tree.nodes[root]);
+        stack.push((root, 0));
+        while let Some(top) = stack.last_mut() {
+            let (n, next) = *top;
+            let children = &tree.nodes[n].children;
+            if next < children.len() {
+                top.1 += 1;
+                if next > 0 {
+                    out.push(',');
+                }
+                let c = children[next];
+                open_node(&mut out, &tree.nodes[c]);
+                stack.push((c, 0));
+            } else {
+                close_node(&mut out, &tree.nodes[n]);
+                stack.pop();
+            }
+        }
+    }
+    out.push_str("],\"leafId\":");
+    out.push_str(&crate::protocol::framing::encode(&leaf));
+    out.push('}');
+    out
+}
+
+fn open_node(out: &mut String, n: &TreeNode<'_>) {
+    out.push_str("{\"entry\":");
+    out.push_str(n.entry.raw());
+    out.push_str(",\"children\":[");
+}
+
+fn close_node(out: &mut String, n: &TreeNode<'_>) {
+    out.push(']');
+    if let Some(l) = n.label {
+        out.push_str(",\"label\":");
+        out.push_str(&crate::protocol::framing::encode(&l.label));
+        out.push_str(",\"labelTimestamp\":");
+        out.push_str(&crate::protocol::framing::encode(&l.timestamp));
+    }
+    out.push('}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn e(id: &str, parent: Option<&str>, ts: &str) -> Entry {
+        Entry::from_value(json!({"type":"custom","id":id,"parentId":parent,"timestamp":ts}))
+            .unwrap()
+    }
+
+    #[test]
+    fn roots_orphans_sorting_and_labels() {
+        let entries = vec![
+            e("a", None, "2026-01-01T00:00:00.000Z"),
+            e("c", Some("a"), "2026-01-01T00:00:05.000Z"),
+            e("b", Some("a"), "2026-01-01T00:00:01.000Z"),
+            e("o", Some("missing"), "2026-01-01T00:00:02.000Z"),
+            e("s", Some("s"), "2026-01-01T00:00:03.000Z"),
+            e("d", Some("b"), "2026-01-01T00:00:04.000Z"),
+        ];
+        let labels = vec![Label {
+            target_id: "b".into(),
+            label: "L\"1".into(),
+            timestamp: "2026-01-02T00:00:00.000Z".into(),
+        }];
+        let tree = build_tree(&entries, &labels);
+        assert_eq!(tree.roots, [0, 3, 4]);
+        assert_eq!(tree.nodes[0].children, [2, 1]);
+        assert_eq!(tree.nodes[2].children, [5]);
+        let text = tree_json_text(&entries, &labels, Some("d"));
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let raw = |i: usize| serde_json::from_str::<Value>(entries[i].raw()).unwrap();
+        assert_eq!(
+            v,
+            json!({"tree":[
+                {"entry":raw(0),"children":[
+                    {"entry":raw(2),"children":[{"entry":raw(5),"children":[]}],
+                     "label":"L\"1","labelTimestamp":"2026-01-02T00:00:00.000Z"},
+                    {"entry":raw(1),"children":[]}
+                ]},
+                {"entry":raw(3),"children":[]},
+                {"entry":raw(4),"children":[]}
+            ],"leafId":"d"})
+        );
+        assert!(text.starts_with(&format!("{{\"tree\":[{{\"entry\":{},", entries[0].raw())));
+        assert_eq!(
+            tree_json_text(&[], &[], None),
+            "{\"tree\":[],\"leafId\":null}"
+        );
+    }
+
+    #[test]
+    fn a_very_deep_chain_does_not_recurse() {
+        let n = 200_000;
+        let entries: Vec<Entry> = (0..n)
+            .map(|i| {
+                let id = format!("{i:08x}");
+                let parent = (i > 0).then(|| format!("{:08x}", i - 1));
+                e(&id, parent.as_deref(), "2026-01-01T00:00:00.000Z")
+            })
+            .collect();
+        let text = tree_json_text(&entries, &[], None);
+        assert!(text.ends_with(&format!("{}],\"leafId\":null}}", "]}".repeat(n))));
+    }
+}

@@ -1,0 +1,1374 @@
+//! Tool argument validation (`agent-loop.md` §3), as pi 1.6.0 does it with its schema library:
+//! the arguments are first **coerced** towards the schema (a numeric string for a number, `true`
+//! for a number becomes `1`, a number for a string becomes its text, `null` in an optional
+//! property is dropped, a single value for an array becomes a one-item array, …), then checked.
+//! A failure becomes the error text
+//!
+//! ```text
+//! Validation failed for tool "<name>":
+//!   - <path>: <message>
+//!
+//! Received arguments:
+//! <JSON.stringify(args, null, 2)>
+//! ```
+//!
+//! where `<path>` is the dotted path of the failing value (`path`, `edits.0.oldText`, `root`)
+//! and the messages are pi's (`missing`, `expected string, got integer`, …). The received
+//! arguments are printed as given (before coercion), keys in received order.
+//!
+//! Supported keywords (what tool schemas use): `type` (a name or a list), `enum`, `const`,
+//! `properties`, `required`, `additionalProperties`, `items` (a schema or a tuple),
+//! `prefixItems`, `minItems`, `maxItems`, `uniqueItems`, `minLength`, `maxLength`, `minimum`,
+//! `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf`, `minProperties`,
+//! `maxProperties`, `allOf`, `anyOf`, `oneOf`, `not`. Others (`$ref`, `pattern`, `format`,
+//! `patternProperties`, …) are accepted without being checked.
+
+use serde_json::{Map, Value};
+
+/// One failed check: the dotted path of the value and pi's message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidationError {
+    pub path: String,
+    pub message: String,
+}
+
+/// Coerces `args` towards `schema` and checks them. `Ok` holds the coerced arguments, which the
+/// tool must receive; `Err` holds the complete failure text.
+pub fn validate_arguments(tool_name: &str, schema: &Value, args: &Value) -> Result<Value, String> {
+    let coerced = coerce(schema, args);
+    let errors = errors(schema, &coerced);
+    if errors.is_empty() {
+        return Ok(coerced);
+    }
+    let lines: Vec<String> = errors
+        .iter()
+        .map(|e| format!("  - {}: {}", e.path, e.message))
+        .collect();
+    Err(format!(
+        "Validation failed for tool \"{tool_name}\":\n{}\n\nReceived arguments:\n{}",
+        lines.join("\n"),
+        js_stringify_pretty(args)
+    ))
+}
+
+/// The errors of `value` against `schema`; empty when it is valid.
+pub fn errors(schema: &Value, value: &Value) -> Vec<ValidationError> {
+    if check(schema, value) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut path = Vec::new();
+    walk(schema, value, &mut path, &mut out);
+    if out.is_empty() {
+        out.push(ValidationError {
+            path: "root".into(),
+            message: "invalid".into(),
+        });
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// JavaScript value helpers
+// ---------------------------------------------------------------------------------------------
+
+fn num(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+fn is_integer(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        _ => false,
+    }
+}
+
+/// A JSON number for `f`, integral values as integers (so they print as JavaScript does).
+fn number_value(f: f64) -> Value {
+    crate::util::js_value(f)
+}
+
+/// `String(n)` / `Number.prototype.toString()` for a finite or non-finite number.
+pub fn js_number_string(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if f == 0.0 {
+        return "0".into();
+    }
+    let a = f.abs();
+    if (1e-6..1e21).contains(&a) {
+        return format!("{f}");
+    }
+    let e = format!("{f:e}");
+    match e.split_once('e') {
+        Some((m, exp)) if !exp.starts_with('-') => format!("{m}e+{exp}"),
+        _ => e,
+    }
+}
+
+fn number_text(v: &Value) -> String {
+    match v {
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+        Value::Number(n) => js_number_string(n.as_f64().unwrap_or(f64::NAN)),
+        _ => String::new(),
+    }
+}
+
+fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
+/// JavaScript's `Number(string)`: trimmed; `""` is 0; `0x`/`0o`/`0b` integers; `Infinity`;
+/// decimal literals with optional sign, fraction and exponent; anything else is NaN.
+pub fn js_string_to_number(s: &str) -> f64 {
+    let t = s.trim_matches(is_js_whitespace);
+    if t.is_empty() {
+        return 0.0;
+    }
+    for (prefix, radix) in [
+        ("0x", 16),
+        ("0X", 16),
+        ("0o", 8),
+        ("0O", 8),
+        ("0b", 2),
+        ("0B", 2),
+    ] {
+        if let Some(digits) = t.strip_prefix(prefix) {
+            if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+                return f64::NAN;
+            }
+            return digits.chars().fold(0.0, |acc, c| {
+                acc * f64::from(radix) + f64::from(c.to_digit(radix).unwrap_or(0))
+            });
+        }
+    }
+    let unsigned = t.strip_prefix(['+', '-']).unwrap_or(t);
+    if unsigned == "Infinity" {
+        return if t.starts_with('-') {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        };
+    }
+    let b = unsigned.as_bytes();
+    let mut i = 0;
+    let int_digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    i += int_digits;
+    let mut frac_digits = 0;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        frac_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        i += frac_digits;
+    }
+    if int_digits == 0 && frac_digits == 0 {
+        return f64::NAN;
+    }
+    if matches!(b.get(i), Some(b'e') | Some(b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+') | Some(b'-')) {
+            i += 1;
+        }
+        let exp_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if exp_digits == 0 {
+            return f64::NAN;
+        }
+        i += exp_digits;
+    }
+    if i != b.len() {
+        return f64::NAN;
+    }
+    t.parse::<f64>().unwrap_or(f64::NAN)
+}
+
+/// `JSON.stringify(v, null, 2)`: two-space indentation, `": "` after keys, keys in stored
+/// order, numbers as JavaScript prints them.
+pub fn js_stringify_pretty(v: &Value) -> String {
+    let mut out = String::new();
+    write_pretty(v, 0, &mut out);
+    out
+}
+
+/// `JSON.stringify(v)` (compact), numbers as JavaScript prints them.
+pub fn js_stringify(v: &Value) -> String {
+    match v {
+        Value::Number(_) => number_text(v),
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(js_stringify).collect();
+            format!("[{}]", parts.join(","))
+        }
+        Value::Object(map) => {
+            let parts: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}:{}", string_literal(k), js_stringify(v)))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::String(s) => string_literal(s),
+        other => other.to_string(),
+    }
+}
+
+fn string_literal(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
+fn write_pretty(v: &Value, depth: usize, out: &mut String) {
+    let pad = |d: usize| "  ".repeat(d);
+    match v {
+        Value::Array(items) if !items.is_empty() => {
+            out.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(",\n");
+                }
+                out.push_str(&pad(depth + 1));
+                write_pretty(item, depth + 1, out);
+            }
+            out.push('\n');
+            out.push_str(&pad(depth));
+            out.push(']');
+        }
+        Value::Object(map) if !map.is_empty() => {
+            out.push_str("{\n");
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(",\n");
+                }
+                out.push_str(&pad(depth + 1));
+                out.push_str(&string_literal(k));
+                out.push_str(": ");
+                write_pretty(item, depth + 1, out);
+            }
+            out.push('\n');
+            out.push_str(&pad(depth));
+            out.push('}');
+        }
+        other => out.push_str(&js_stringify(other)),
+    }
+}
+
+/// Strict equality of JSON values (numbers by value).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(_), Value::Number(_)) => num(a) == num(b),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| same(p, q)))
+        }
+        _ => a == b,
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) if is_integer(v) => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn matches_type(v: &Value, t: &str) -> bool {
+    match t {
+        "string" => v.is_string(),
+        "number" => v.is_number(),
+        "integer" => is_integer(v),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        "array" => v.is_array(),
+        "object" => v.is_object(),
+        _ => false,
+    }
+}
+
+fn types_of(schema: &Map<String, Value>) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn code_points(s: &str) -> usize {
+    s.chars().count()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The check
+// ---------------------------------------------------------------------------------------------
+
+/// Whether `value` satisfies `schema` (the supported keywords).
+pub fn check(schema: &Value, value: &Value) -> bool {
+    let node = match schema {
+        Value::Bool(b) => return *b,
+        Value::Object(node) => node,
+        _ => return true,
+    };
+    if node.contains_key("type") {
+        let types = types_of(node);
+        if !types.iter().any(|t| matches_type(value, t)) {
+            return false;
+        }
+    }
+    if let Some(Value::Array(values)) = node.get("enum") {
+        if !values.iter().any(|m| same(m, value)) {
+            return false;
+        }
+    }
+    if let Some(c) = node.get("const") {
+        if !same(c, value) {
+            return false;
+        }
+    }
+    if let Value::String(s) = value {
+        let n = code_points(s) as f64;
+        if bound(node, "minLength").is_some_and(|m| n < m)
+            || bound(node, "maxLength").is_some_and(|m| n > m)
+        {
+            return false;
+        }
+    }
+    if let Some(f) = value.as_f64() {
+        if !number_problems(node, f).is_empty() {
+            return false;
+        }
+    }
+    if let Value::Object(obj) = value {
+        if !object_ok(node, obj) {
+            return false;
+        }
+    }
+    if let Value::Array(items) = value {
+        if !array_ok(node, items) {
+            return false;
+        }
+    }
+    if let Some(Value::Array(all)) = node.get("allOf") {
+        if !all.iter().all(|s| check(s, value)) {
+            return false;
+        }
+    }
+    if let Some(Value::Array(any)) = node.get("anyOf") {
+        if !any.iter().any(|s| check(s, value)) {
+            return false;
+        }
+    }
+    if let Some(Value::Array(one)) = node.get("oneOf") {
+        if one.iter().filter(|s| check(s, value)).count() != 1 {
+            return false;
+        }
+    }
+    if let Some(not) = node.get("not") {
+        if check(not, value) {
+            return false;
+        }
+    }
+    true
+}
+
+fn bound(node: &Map<String, Value>, key: &str) -> Option<f64> {
+    node.get(key).and_then(Value::as_f64)
+}
+
+fn number_problems(node: &Map<String, Value>, f: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    let text = |k: &str| number_text(&node[k]);
+    if bound(node, "minimum").is_some_and(|m| f < m) {
+        out.push(format!("expected >= {}", text("minimum")));
+    }
+    if bound(node, "maximum").is_some_and(|m| f > m) {
+        out.push(format!("expected <= {}", text("maximum")));
+    }
+    if bound(node, "exclusiveMinimum").is_some_and(|m| f <= m) {
+        out.push(format!("expected > {}", text("exclusiveMinimum")));
+    }
+    if bound(node, "exclusiveMaximum").is_some_and(|m| f >= m) {
+        out.push(format!("expected < {}", text("exclusiveMaximum")));
+    }
+    if let Some(m) = bound(node, "multipleOf") {
+        let q = f / m;
+        if m > 0.0 && (q - q.round()).abs() > 1e-9 * q.abs().max(1.0) {
+            out.push(format!("expected a multiple of {}", text("multipleOf")));
+        }
+    }
+    out
+}
+
+fn properties(node: &Map<String, Value>) -> Option<&Map<String, Value>> {
+    node.get("properties").and_then(Value::as_object)
+}
+
+fn required(node: &Map<String, Value>) -> Vec<&str> {
+    node.get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+fn object_ok(node: &Map<String, Value>, obj: &Map<String, Value>) -> bool {
+    if required(node).iter().any(|k| !obj.contains_key(*k)) {
+        return false;
+    }
+    let props = properties(node);
+    if let Some(props) = props {
+        for (k, s) in props {
+            if let Some(v) = obj.get(k) {
+                if !check(s, v) {
+                    return false;
+                }
+            }
+        }
+    }
+    if let Some(additional) = node.get("additionalProperties") {
+        for (k, v) in obj {
+            if props.is_some_and(|p| p.contains_key(k)) {
+                continue;
+            }
+            if !check(additional, v) {
+                return false;
+            }
+        }
+    }
+    let n = obj.len() as f64;
+    !(bound(node, "minProperties").is_some_and(|m| n < m)
+        || bound(node, "maxProperties").is_some_and(|m| n > m))
+}
+
+/// The schema of item `i`: a tuple's (`items` list or `prefixItems`) for its prefix, else `items`.
+fn item_schema(node: &Map<String, Value>, i: usize) -> Option<&Value> {
+    match node.get("items") {
+        Some(Value::Array(tuple)) => tuple.get(i),
+        items => match node.get("prefixItems") {
+            Some(Value::Array(prefix)) if i < prefix.len() => prefix.get(i),
+            _ => items,
+        },
+    }
+}
+
+fn array_ok(node: &Map<String, Value>, items: &[Value]) -> bool {
+    for (i, item) in items.iter().enumerate() {
+        if let Some(s) = item_schema(node, i) {
+            if !check(s, item) {
+                return false;
+            }
+        }
+    }
+    let n = items.len() as f64;
+    if bound(node, "minItems").is_some_and(|m| n < m)
+        || bound(node, "maxItems").is_some_and(|m| n > m)
+    {
+        return false;
+    }
+    if node.get("uniqueItems") == Some(&Value::Bool(true)) && !unique(items) {
+        return false;
+    }
+    true
+}
+
+fn unique(items: &[Value]) -> bool {
+    items
+        .iter()
+        .enumerate()
+        .all(|(i, a)| items[i + 1..].iter().all(|b| !same(a, b)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Explaining a failure
+// ---------------------------------------------------------------------------------------------
+
+fn push(out: &mut Vec<ValidationError>, path: &[String], message: String) {
+    let path = if path.is_empty() {
+        "root".to_string()
+    } else {
+        path.join(".")
+    };
+    out.push(ValidationError { path, message });
+}
+
+/// Values of an enum as pi lists them: JSON, at most 20, then how many more.
+fn list_values(values: &[Value]) -> String {
+    if values.len() <= 20 {
+        return js_stringify(&Value::Array(values.to_vec()));
+    }
+    let listed = js_stringify(&Value::Array(values[..20].to_vec()));
+    format!(
+        "{}, ... and {} more]",
+        &listed[..listed.len() - 1],
+        values.len() - 20
+    )
+}
+
+fn walk(schema: &Value, v: &Value, path: &mut Vec<String>, out: &mut Vec<ValidationError>) {
+    let node = match schema {
+        Value::Bool(true) => return,
+        Value::Bool(false) => {
+            push(out, path, "no value is allowed here".into());
+            return;
+        }
+        Value::Object(node) => node,
+        _ => return,
+    };
+    if check(schema, v) {
+        return;
+    }
+    if node.contains_key("type") {
+        let types = types_of(node);
+        if !types.iter().any(|t| matches_type(v, t)) {
+            push(
+                out,
+                path,
+                format!("expected {}, got {}", types.join(" or "), type_name(v)),
+            );
+            return;
+        }
+    }
+    if let Some(Value::Array(values)) = node.get("enum") {
+        if !values.iter().any(|m| same(m, v)) {
+            push(
+                out,
+                path,
+                format!("expected one of {}", list_values(values)),
+            );
+        }
+    }
+    if let Some(c) = node.get("const") {
+        if !same(c, v) {
+            push(out, path, format!("expected {}", js_stringify(c)));
+        }
+    }
+    if let Value::String(s) = v {
+        let n = code_points(s) as f64;
+        if bound(node, "minLength").is_some_and(|m| n < m) {
+            push(
+                out,
+                path,
+                format!(
+                    "expected at least {} characters",
+                    number_text(&node["minLength"])
+                ),
+            );
+        }
+        if bound(node, "maxLength").is_some_and(|m| n > m) {
+            push(
+                out,
+                path,
+                format!(
+                    "expected at most {} characters",
+                    number_text(&node["maxLength"])
+                ),
+            );
+        }
+    }
+    if let Some(f) = v.as_f64() {
+        for message in number_problems(node, f) {
+            push(out, path, message);
+        }
+    }
+    if let Value::Object(obj) = v {
+        walk_object(node, obj, path, out);
+    }
+    if let Value::Array(items) = v {
+        walk_array(node, items, path, out);
+    }
+    if let Some(Value::Array(all)) = node.get("allOf") {
+        for s in all {
+            walk(s, v, path, out);
+        }
+    }
+    if let Some(Value::Array(any)) = node.get("anyOf") {
+        walk_union(any, v, path, out, false);
+    }
+    if let Some(Value::Array(one)) = node.get("oneOf") {
+        walk_union(one, v, path, out, true);
+    }
+    if let Some(not) = node.get("not") {
+        if check(not, v) {
+            push(out, path, "must not match the schema in not".into());
+        }
+    }
+}
+
+fn walk_object(
+    node: &Map<String, Value>,
+    obj: &Map<String, Value>,
+    path: &mut Vec<String>,
+    out: &mut Vec<ValidationError>,
+) {
+    for k in required(node) {
+        if !obj.contains_key(k) {
+            path.push(k.to_string());
+            push(out, path, "missing".into());
+            path.pop();
+        }
+    }
+    let props = properties(node);
+    if let Some(props) = props {
+        for (k, s) in props {
+            if let Some(v) = obj.get(k) {
+                path.push(k.clone());
+                walk(s, v, path, out);
+                path.pop();
+            }
+        }
+    }
+    if let Some(additional) = node.get("additionalProperties") {
+        for (k, v) in obj {
+            if props.is_some_and(|p| p.contains_key(k)) {
+                continue;
+            }
+            path.push(k.clone());
+            if additional == &Value::Bool(false) {
+                push(out, path, "unknown field".into());
+            } else {
+                walk(additional, v, path, out);
+            }
+            path.pop();
+        }
+    }
+    let n = obj.len() as f64;
+    if bound(node, "minProperties").is_some_and(|m| n < m) {
+        push(
+            out,
+            path,
+            format!(
+                "expected at least {} properties",
+                number_text(&node["minProperties"])
+            ),
+        );
+    }
+    if bound(node, "maxProperties").is_some_and(|m| n > m) {
+        push(
+            out,
+            path,
+            format!(
+                "expected at most {} properties",
+                number_text(&node["maxProperties"])
+            ),
+        );
+    }
+}
+
+fn walk_array(
+    node: &Map<String, Value>,
+    items: &[Value],
+    path: &mut Vec<String>,
+    out: &mut Vec<ValidationError>,
+) {
+    for (i, item) in items.iter().enumerate() {
+        if let Some(s) = item_schema(node, i) {
+            path.push(i.to_string());
+            walk(s, item, path, out);
+            path.pop();
+        }
+    }
+    let n = items.len() as f64;
+    if bound(node, "minItems").is_some_and(|m| n < m) {
+        push(
+            out,
+            path,
+            format!("expected at least {} items", number_text(&node["minItems"])),
+        );
+    }
+    if bound(node, "maxItems").is_some_and(|m| n > m) {
+        push(
+            out,
+            path,
+            format!("expected at most {} items", number_text(&node["maxItems"])),
+        );
+    }
+    if node.get("uniqueItems") == Some(&Value::Bool(true)) && !unique(items) {
+        push(out, path, "expected unique items".into());
+    }
+}
+
+fn walk_union(
+    branches: &[Value],
+    v: &Value,
+    path: &mut Vec<String>,
+    out: &mut Vec<ValidationError>,
+    one: bool,
+) {
+    let matches = branches.iter().filter(|s| check(s, v)).count();
+    if matches == 1 || (!one && matches > 0) {
+        return;
+    }
+    if matches > 1 {
+        push(out, path, "matches more than one alternative".into());
+        return;
+    }
+    // A tagged union (every branch has a distinct primitive `const` for one property) reports
+    // the branch its tag selects.
+    if let (Some((key, tags)), Value::Object(obj)) = (union_tag(branches), v) {
+        match tags
+            .iter()
+            .position(|t| obj.get(&key).is_some_and(|x| same(x, t)))
+        {
+            Some(i) => walk(&branches[i], v, path, out),
+            None => {
+                path.push(key);
+                push(out, path, format!("expected one of {}", list_values(&tags)));
+                path.pop();
+            }
+        }
+        return;
+    }
+    // Otherwise: the branch declaring most of the object's keys, then the deepest first error.
+    let mut best: Option<(Vec<ValidationError>, usize)> = None;
+    for s in branches {
+        let mut errors = Vec::new();
+        walk(s, v, path, &mut errors);
+        if errors.is_empty() {
+            continue;
+        }
+        let declared = match (v, s.get("properties").and_then(Value::as_object)) {
+            (Value::Object(obj), Some(props)) => {
+                obj.keys().filter(|k| props.contains_key(*k)).count()
+            }
+            _ => 0,
+        };
+        let better = match &best {
+            None => true,
+            Some((be, bd)) => {
+                declared > *bd || (declared == *bd && errors[0].path.len() > be[0].path.len())
+            }
+        };
+        if better {
+            best = Some((errors, declared));
+        }
+    }
+    match best {
+        Some((errors, _)) => out.extend(errors),
+        None => push(out, path, "matches no alternative".into()),
+    }
+}
+
+fn union_tag(branches: &[Value]) -> Option<(String, Vec<Value>)> {
+    let first = branches.first()?.get("properties")?.as_object()?;
+    for key in first.keys() {
+        let values: Option<Vec<Value>> = branches
+            .iter()
+            .map(|b| {
+                b.get("properties")
+                    .and_then(|p| p.get(key))
+                    .and_then(|t| t.get("const"))
+                    .filter(|c| !c.is_array() && !c.is_object())
+                    .cloned()
+            })
+            .collect();
+        if let Some(values) = values {
+            let distinct = values
+                .iter()
+                .enumerate()
+                .all(|(i, a)| values[i + 1..].iter().all(|b| !same(a, b)));
+            if distinct {
+                return Some((key.clone(), values));
+            }
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// Coercion
+// ---------------------------------------------------------------------------------------------
+
+/// `value` coerced towards `schema`, in pi's three passes: optional `null`s dropped, TypeBox's
+/// conversions, then primitive coercion by `type`. A value that cannot be coerced is kept.
+pub fn coerce(schema: &Value, value: &Value) -> Value {
+    let without_nulls = drop_optional_nulls(value, schema);
+    let converted = convert(schema, &without_nulls);
+    coerce_types(&converted, schema)
+}
+
+fn drop_optional_nulls(value: &Value, schema: &Value) -> Value {
+    let Some(node) = schema.as_object() else {
+        return value.clone();
+    };
+    match value {
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item_schema(node, i) {
+                    Some(s) => drop_optional_nulls(item, s),
+                    None => item.clone(),
+                })
+                .collect(),
+        ),
+        Value::Object(obj) => {
+            let props = properties(node);
+            let additional = node.get("additionalProperties").filter(|a| a.is_object());
+            if additional.is_none() && props.is_none() {
+                return value.clone();
+            }
+            let req = required(node);
+            let mut out = obj.clone();
+            if let Some(props) = props {
+                for (k, prop) in props {
+                    let Some(v) = obj.get(k) else { continue };
+                    let is_ref = prop.get("$ref").is_some_and(Value::is_string);
+                    if v.is_null()
+                        && !req.contains(&k.as_str())
+                        && !is_ref
+                        && !check(prop, &Value::Null)
+                    {
+                        out.shift_remove(k);
+                        continue;
+                    }
+                    out.insert(k.clone(), drop_optional_nulls(v, prop));
+                }
+            }
+            if let Some(additional) = additional {
+                for (k, v) in obj {
+                    if props.is_some_and(|p| p.contains_key(k)) {
+                        continue;
+                    }
+                    out.insert(k.clone(), drop_optional_nulls(v, additional));
+                }
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
+
+fn try_string(v: &Value) -> Option<Value> {
+    match v {
+        Value::Bool(b) => Some(Value::String(b.to_string())),
+        Value::Number(_) => Some(Value::String(number_text(v))),
+        Value::Null => Some(Value::String("null".into())),
+        Value::String(_) => Some(v.clone()),
+        _ => None,
+    }
+}
+
+const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+
+fn try_number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        Value::Number(_) => num(v),
+        Value::Null => Some(0.0),
+        Value::String(s) => {
+            let n = js_string_to_number(s);
+            if n.is_finite() {
+                return Some(n);
+            }
+            match s.to_lowercase().as_str() {
+                "false" => return Some(0.0),
+                "true" => return Some(1.0),
+                _ => {}
+            }
+            // TypeBox's bigint literal `12n`.
+            let digits = s.strip_suffix('n')?;
+            let body = digits.strip_prefix('-').unwrap_or(digits);
+            let canonical = body == "0" || (!body.starts_with('0') && !body.is_empty());
+            if canonical && body.bytes().all(|b| b.is_ascii_digit()) {
+                let n: f64 = digits.parse().ok()?;
+                if n.abs() <= MAX_SAFE {
+                    return Some(n);
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+fn try_boolean(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::Number(_) => match num(v) {
+            Some(0.0) => Some(false),
+            Some(1.0) => Some(true),
+            _ => None,
+        },
+        Value::Null => Some(false),
+        Value::String(s) => {
+            let l = s.to_lowercase();
+            if l == "false" || s == "0" {
+                Some(false)
+            } else if l == "true" || s == "1" {
+                Some(true)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+fn try_null(v: &Value) -> Option<Value> {
+    let to_null = match v {
+        Value::Bool(b) => !*b,
+        Value::Number(_) => num(v) == Some(0.0),
+        Value::Null => true,
+        Value::String(s) => {
+            let l = s.to_lowercase();
+            l == "undefined" || l == "null" || s.is_empty() || s == "0"
+        }
+        _ => false,
+    };
+    to_null.then_some(Value::Null)
+}
+
+fn convert_literal(literal: &Value, value: &Value) -> Value {
+    if same(literal, value) {
+        return value.clone();
+    }
+    let result = match literal {
+        Value::String(_) => try_string(value),
+        Value::Number(_) => try_number(value).map(number_value),
+        Value::Bool(_) => try_boolean(value).map(Value::Bool),
+        _ => None,
+    };
+    match result {
+        Some(r) if same(&r, literal) => r,
+        _ => value.clone(),
+    }
+}
+
+fn convert(schema: &Value, value: &Value) -> Value {
+    let Some(node) = schema.as_object() else {
+        return value.clone();
+    };
+    if node.get("$ref").is_some_and(Value::is_string) {
+        return value.clone();
+    }
+    if let Some(c) = node.get("const") {
+        return convert_literal(c, value);
+    }
+    if let Some(Value::Array(values)) = node.get("enum") {
+        if values.iter().any(|m| same(m, value)) {
+            return value.clone();
+        }
+        for m in values {
+            let candidate = convert_literal(m, value);
+            if !same(&candidate, value) && check(schema, &candidate) {
+                return candidate;
+            }
+        }
+        return value.clone();
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = node.get(key) {
+            if branches.iter().any(|b| check(b, value)) {
+                return convert_members(node, value);
+            }
+            for b in branches {
+                let candidate = convert_members(node, &convert(b, value));
+                if check(schema, &candidate) {
+                    return candidate;
+                }
+            }
+            return convert_members(node, value);
+        }
+    }
+    if let Some(Value::Array(all)) = node.get("allOf") {
+        let mut next = value.clone();
+        for s in all {
+            next = convert(s, &next);
+        }
+        return convert_members(node, &next);
+    }
+    match node.get("type") {
+        Some(Value::String(t)) => match t.as_str() {
+            "string" => try_string(value).unwrap_or_else(|| value.clone()),
+            "number" => try_number(value).map_or_else(|| value.clone(), number_value),
+            "integer" => {
+                try_number(value).map_or_else(|| value.clone(), |f| number_value(f.trunc()))
+            }
+            "boolean" => try_boolean(value).map_or_else(|| value.clone(), Value::Bool),
+            "null" => try_null(value).unwrap_or_else(|| value.clone()),
+            "array" => convert_array(node, value),
+            "object" => convert_object(node, value),
+            _ => value.clone(),
+        },
+        None if node.contains_key("properties") || node.contains_key("patternProperties") => {
+            convert_object(node, value)
+        }
+        None if node.contains_key("items") || node.contains_key("prefixItems") => {
+            convert_array(node, value)
+        }
+        _ => value.clone(),
+    }
+}
+
+fn convert_members(node: &Map<String, Value>, value: &Value) -> Value {
+    let declares = node.contains_key("properties")
+        || node.contains_key("patternProperties")
+        || node.contains_key("additionalProperties");
+    if declares {
+        convert_object(node, value)
+    } else {
+        value.clone()
+    }
+}
+
+fn convert_array(node: &Map<String, Value>, value: &Value) -> Value {
+    let prefix = match (node.get("items"), node.get("prefixItems")) {
+        (Some(Value::Array(p)), _) => Some((p, None)),
+        (items, Some(Value::Array(p))) => Some((p, items)),
+        _ => None,
+    };
+    if let Some((prefix, rest)) = prefix {
+        let Value::Array(items) = value else {
+            return value.clone();
+        };
+        return Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match prefix.get(i).or(rest) {
+                    Some(s) => convert(s, item),
+                    None => item.clone(),
+                })
+                .collect(),
+        );
+    }
+    match (value, node.get("items")) {
+        (Value::Array(_), None) => value.clone(),
+        (Value::Array(items), Some(s)) => {
+            Value::Array(items.iter().map(|i| convert(s, i)).collect())
+        }
+        (_, Some(s)) if s.is_object() => Value::Array(vec![convert(s, value)]),
+        _ => Value::Array(vec![value.clone()]),
+    }
+}
+
+fn convert_object(node: &Map<String, Value>, value: &Value) -> Value {
+    let Value::Object(obj) = value else {
+        return value.clone();
+    };
+    let props = properties(node);
+    let additional = node.get("additionalProperties").filter(|a| a.is_object());
+    let mut out = Map::new();
+    for (k, v) in obj {
+        let next = match props.and_then(|p| p.get(k)) {
+            Some(s) => convert(s, v),
+            None => match additional {
+                Some(a) => convert(a, v),
+                None => v.clone(),
+            },
+        };
+        out.insert(k.clone(), next);
+    }
+    Value::Object(out)
+}
+
+fn coerce_types(value: &Value, schema: &Value) -> Value {
+    let Some(node) = schema.as_object() else {
+        return value.clone();
+    };
+    let mut next = value.clone();
+    if let Some(Value::Array(all)) = node.get("allOf") {
+        for s in all {
+            next = coerce_types(&next, s);
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = node.get(key) {
+            if !branches.iter().any(|b| check(b, &next)) {
+                for b in branches {
+                    let coerced = coerce_types(&next, b);
+                    if check(b, &coerced) {
+                        next = coerced;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let types = types_of(node);
+    let member = types.len() > 1 && types.iter().any(|t| matches_type(&next, t));
+    if !types.is_empty() && !member {
+        for t in &types {
+            let candidate = coerce_primitive(&next, t);
+            if candidate != next {
+                next = candidate;
+                break;
+            }
+        }
+    }
+    if types.contains(&"object") {
+        if let Value::Object(obj) = &next {
+            let props = properties(node);
+            let additional = node.get("additionalProperties").filter(|a| a.is_object());
+            let mut out = obj.clone();
+            for (k, v) in obj {
+                match (props.and_then(|p| p.get(k)), additional) {
+                    (Some(s), _) => {
+                        out.insert(k.clone(), coerce_types(v, s));
+                    }
+                    (None, Some(a)) => {
+                        out.insert(k.clone(), coerce_types(v, a));
+                    }
+                    _ => {}
+                }
+            }
+            next = Value::Object(out);
+        }
+    }
+    if types.contains(&"array") {
+        if let Value::Array(items) = &next {
+            next = Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| match item_schema(node, i) {
+                        Some(s) if s.is_object() => coerce_types(item, s),
+                        _ => item.clone(),
+                    })
+                    .collect(),
+            );
+        }
+    }
+    next
+}
+
+fn coerce_primitive(value: &Value, t: &str) -> Value {
+    match t {
+        "number" | "integer" => match value {
+            Value::Null => Value::from(0),
+            Value::String(s) if !s.trim_matches(is_js_whitespace).is_empty() => {
+                let n = js_string_to_number(s);
+                let ok = if t == "number" {
+                    n.is_finite()
+                } else {
+                    n.is_finite() && n.fract() == 0.0
+                };
+                if ok {
+                    number_value(n)
+                } else {
+                    value.clone()
+                }
+            }
+            Value::Bool(b) => Value::from(i64::from(*b)),
+            _ => value.clone(),
+        },
+        "boolean" => match value {
+            Value::Null => Value::Bool(false),
+            Value::String(s) if s == "true" => Value::Bool(true),
+            Value::String(s) if s == "false" => Value::Bool(false),
+            Value::Number(_) if num(value) == Some(1.0) => Value::Bool(true),
+            Value::Number(_) if num(value) == Some(0.0) => Value::Bool(false),
+            _ => value.clone(),
+        },
+        "string" => match value {
+            Value::Null => Value::String(String::new()),
+            Value::Number(_) => Value::String(number_text(value)),
+            Value::Bool(b) => Value::String(b.to_string()),
+            _ => value.clone(),
+        },
+        "null" => match value {
+            Value::String(s) if s.is_empty() => Value::Null,
+            Value::Bool(false) => Value::Null,
+            Value::Number(_) if num(value) == Some(0.0) => Value::Null,
+            _ => value.clone(),
+        },
+        _ => value.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read_schema() -> Value {
+        json!({"type":"object","required":["path"],"properties":{
+            "path":{"type":"string"},"offset":{"type":"number"},"limit":{"type":"number"}}})
+    }
+
+    fn edit_schema() -> Value {
+        json!({"type":"object","required":["path","edits"],"properties":{
+            "path":{"type":"string"},
+            "edits":{"type":"array","items":{"type":"object","required":["oldText","newText"],"properties":{
+                "oldText":{"type":"string"},"newText":{"type":"string"}}}}}})
+    }
+
+    fn write_schema() -> Value {
+        json!({"type":"object","required":["path","content"],"properties":{
+            "path":{"type":"string"},"content":{"type":"string"}}})
+    }
+
+    // Texts observed from pi 1.6.0.
+    #[test]
+    fn missing_required_property() {
+        let err = validate_arguments("read", &read_schema(), &json!({})).unwrap_err();
+        assert_eq!(
+            err,
+            "Validation failed for tool \"read\":\n  - path: missing\n\nReceived arguments:\n{}"
+        );
+    }
+
+    #[test]
+    fn wrong_type_and_received_arguments_as_given() {
+        let args = json!({"path":"notes.txt","offset":"abc"});
+        let err = validate_arguments("read", &read_schema(), &args).unwrap_err();
+        assert_eq!(
+            err,
+            "Validation failed for tool \"read\":\n  - offset: expected number, got string\n\nReceived arguments:\n{\n  \"path\": \"notes.txt\",\n  \"offset\": \"abc\"\n}"
+        );
+        let args = json!({"path":["a"],"content":{}});
+        let err = validate_arguments("write", &write_schema(), &args).unwrap_err();
+        assert_eq!(
+            err,
+            "Validation failed for tool \"write\":\n  - path: expected string, got array\n  - content: expected string, got object\n\nReceived arguments:\n{\n  \"path\": [\n    \"a\"\n  ],\n  \"content\": {}\n}"
+        );
+    }
+
+    #[test]
+    fn nested_paths_are_dotted() {
+        let args = json!({"path":"notes.txt","edits":[{"oldText":1}]});
+        let err = validate_arguments("edit", &edit_schema(), &args).unwrap_err();
+        assert_eq!(
+            err,
+            "Validation failed for tool \"edit\":\n  - edits.0.newText: missing\n\nReceived arguments:\n{\n  \"path\": \"notes.txt\",\n  \"edits\": [\n    {\n      \"oldText\": 1\n    }\n  ]\n}"
+        );
+        let args = json!({"path":"notes.txt","edits":"not json"});
+        let err = validate_arguments("edit", &edit_schema(), &args).unwrap_err();
+        assert!(err.starts_with(
+            "Validation failed for tool \"edit\":\n  - edits.0: expected object, got string\n"
+        ));
+        let args = json!({"path":"n","edits":[{"oldText":"x","newText":"y","extra":1},7]});
+        let err = validate_arguments("edit", &edit_schema(), &args).unwrap_err();
+        assert!(err.contains("  - edits.1: expected object, got integer\n"));
+    }
+
+    #[test]
+    fn coercions_follow_pi() {
+        let ok = validate_arguments(
+            "read",
+            &read_schema(),
+            &json!({"path":5,"offset":null,"limit":"1"}),
+        )
+        .unwrap();
+        assert_eq!(ok, json!({"path":"5","limit":1}));
+        let ok =
+            validate_arguments("read", &read_schema(), &json!({"path":"a","limit":true})).unwrap();
+        assert_eq!(ok, json!({"path":"a","limit":1}));
+        let ok = validate_arguments("read", &read_schema(), &json!({"path":"a","offset":"2.5"}))
+            .unwrap();
+        assert_eq!(ok, json!({"path":"a","offset":2.5}));
+        // A required string given as null becomes "null".
+        let ok = validate_arguments(
+            "edit",
+            &edit_schema(),
+            &json!({"path":null,"edits":[{"oldText":"x","newText":"y"}]}),
+        )
+        .unwrap();
+        assert_eq!(ok["path"], "null");
+        // A single object for an array is wrapped.
+        let ok = validate_arguments(
+            "edit",
+            &edit_schema(),
+            &json!({"path":"p","edits":{"oldText":"x","newText":"y"}}),
+        )
+        .unwrap();
+        assert_eq!(ok["edits"], json!([{"oldText":"x","newText":"y"}]));
+        let s = json!({"type":"object","properties":{"flag":{"type":"boolean"},"n":{"type":"integer"}}});
+        assert_eq!(
+            coerce(&s, &json!({"flag":"TRUE","n":"3.7"})),
+            json!({"flag":true,"n":3})
+        );
+    }
+
+    #[test]
+    fn enum_and_bounds_messages() {
+        let s = json!({"type":"object","properties":{"mode":{"type":"string","enum":["a","b"]},"n":{"type":"number","minimum":1}}});
+        let e = errors(&s, &json!({"mode":"c","n":0}));
+        assert_eq!(
+            e,
+            vec![
+                ValidationError {
+                    path: "mode".into(),
+                    message: "expected one of [\"a\",\"b\"]".into()
+                },
+                ValidationError {
+                    path: "n".into(),
+                    message: "expected >= 1".into()
+                },
+            ]
+        );
+        let e = errors(&json!({"type":"object"}), &json!([1]));
+        assert_eq!(e[0].path, "root");
+        assert_eq!(e[0].message, "expected object, got array");
+    }
+
+    #[test]
+    fn javascript_numbers_and_strings() {
+        assert_eq!(js_string_to_number(" 12 "), 12.0);
+        assert_eq!(js_string_to_number(""), 0.0);
+        assert_eq!(js_string_to_number("0x10"), 16.0);
+        assert_eq!(js_string_to_number("1e3"), 1000.0);
+        assert_eq!(js_string_to_number(".5"), 0.5);
+        assert!(js_string_to_number("abc").is_nan());
+        assert!(js_string_to_number("inf").is_nan());
+        assert!(js_string_to_number("1e").is_nan());
+        assert_eq!(js_number_string(1.5), "1.5");
+        assert_eq!(js_number_string(1e21), "1e+21");
+        assert_eq!(js_number_string(1.5e-7), "1.5e-7");
+        assert_eq!(
+            js_stringify_pretty(&json!({"a":1.0,"b":[],"c":"x\u{1}"})),
+            "{\n  \"a\": 1,\n  \"b\": [],\n  \"c\": \"x\\u0001\"\n}"
+        );
+    }
+
+    // Observed from pi 1.6.0 (second probe).
+    #[test]
+    fn null_and_string_coercions_observed() {
+        let err = validate_arguments(
+            "edit",
+            &edit_schema(),
+            &json!({"path":"x.txt","edits":null}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "Validation failed for tool \"edit\":\n  - edits.0: expected object, got null\n\nReceived arguments:\n{\n  \"path\": \"x.txt\",\n  \"edits\": null\n}"
+        );
+        let ok = validate_arguments(
+            "edit",
+            &edit_schema(),
+            &json!({"path":"l","edits":[{"oldText":"a","newText":null}]}),
+        )
+        .unwrap();
+        assert_eq!(ok["edits"][0]["newText"], "null");
+        let ok = validate_arguments(
+            "read",
+            &read_schema(),
+            &json!({"path":"n","offset":"","limit":"1e0"}),
+        )
+        .unwrap();
+        assert_eq!(ok, json!({"path":"n","offset":0,"limit":1}));
+        let ok = validate_arguments(
+            "write",
+            &write_schema(),
+            &json!({"path":"w","content":12.5}),
+        )
+        .unwrap();
+        assert_eq!(ok["content"], "12.5");
+    }
+}

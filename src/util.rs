@@ -1,0 +1,204 @@
+//! Small pure helpers shared by several modules: JavaScript-compatible number output, ISO-8601
+//! timestamps, path expansion.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Serializes an `f64` the way JavaScript's `JSON.stringify` prints a number: integral values
+/// without a fractional part (`3`, not `3.0`). Use with `#[serde(serialize_with = "...")]`.
+pub fn ser_js_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    js_number(*v).serialize_to(s)
+}
+
+/// A number as JavaScript would print it, ready to be serialized.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum JsNumber {
+    Int(i64),
+    Float(f64),
+}
+
+impl JsNumber {
+    fn serialize_to<S: serde::Serializer>(self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            JsNumber::Int(i) => s.serialize_i64(i),
+            JsNumber::Float(f) => s.serialize_f64(f),
+        }
+    }
+}
+
+/// Classifies `v`: integral and within the exactly-representable range → `Int`.
+pub fn js_number(v: f64) -> JsNumber {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+        JsNumber::Int(v as i64)
+    } else {
+        JsNumber::Float(v)
+    }
+}
+
+/// A `serde_json::Value` number for `v`, printed as JavaScript would (`3`, `0.3`).
+pub fn js_value(v: f64) -> serde_json::Value {
+    match js_number(v) {
+        JsNumber::Int(i) => serde_json::Value::from(i),
+        JsNumber::Float(f) => serde_json::Number::from_f64(f)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+    }
+}
+
+/// Milliseconds since the Unix epoch (the timestamp unit of messages).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// `2026-11-29T23:36:15.482Z` for a Unix time in milliseconds (JavaScript's `toISOString`).
+pub fn iso_from_ms(ms: u64) -> String {
+    let secs = (ms / 1000) as i64;
+    let millis = ms % 1000;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        y,
+        m,
+        d,
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60,
+        millis
+    )
+}
+
+/// The current time as an ISO-8601 string with milliseconds and `Z`.
+pub fn now_iso() -> String {
+    iso_from_ms(now_ms())
+}
+
+/// Parses `YYYY-MM-DDTHH:MM:SS(.mmm)Z` back to Unix milliseconds; `None` when malformed.
+pub fn ms_from_iso(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.len() < 20 {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse::<i64>().ok() };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let mut ms = 0i64;
+    if b.get(19) == Some(&b'.') {
+        let end = s[20..]
+            .find(|c: char| !c.is_ascii_digit())
+            .map(|i| 20 + i)?;
+        let frac = &s[20..end];
+        let digits: String = frac.chars().chain("000".chars()).take(3).collect();
+        ms = digits.parse().ok()?;
+    }
+    let days = days_from_civil(y, mo as u32, d as u32);
+    let total = ((days * 86_400 + h * 3600 + mi * 60 + se) * 1000) + ms;
+    u64::try_from(total).ok()
+}
+
+// Howard Hinnant's algorithms for the proleptic Gregorian calendar.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = m as i64;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The user's home directory (`$HOME`), if set.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Expands a leading `~` or `~/` to the home directory.
+pub fn expand_tilde(p: &str) -> PathBuf {
+    if p == "~" {
+        if let Some(h) = home_dir() {
+            return h;
+        }
+    } else if let Some(rest) = p.strip_prefix("~/") {
+        if let Some(h) = home_dir() {
+            return h.join(rest);
+        }
+    }
+    PathBuf::from(p)
+}
+
+/// Resolves `p` against `base` unless it is absolute; `~` is expanded first. The result is
+/// lexically normalized (`.` and `..` removed) without touching the file system.
+pub fn resolve_path(base: &Path, p: &str) -> PathBuf {
+    let expanded = expand_tilde(p);
+    let joined = if expanded.is_absolute() {
+        expanded
+    } else {
+        base.join(expanded)
+    };
+    normalize_lexically(&joined)
+}
+
+/// Removes `.` components and folds `..` into its parent, like Node's `path.resolve`.
+pub fn normalize_lexically(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_round_trip() {
+        let ms = 1_795_995_375_567;
+        let iso = iso_from_ms(ms);
+        assert_eq!(iso, "2026-11-29T23:36:15.567Z");
+        assert_eq!(ms_from_iso(&iso), Some(ms));
+        assert_eq!(iso_from_ms(0), "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn js_numbers_print_like_javascript() {
+        assert_eq!(serde_json::to_string(&js_value(3.0)).unwrap(), "3");
+        assert_eq!(serde_json::to_string(&js_value(0.3)).unwrap(), "0.3");
+        assert_eq!(serde_json::to_string(&js_value(3.75)).unwrap(), "3.75");
+    }
+
+    #[test]
+    fn lexical_normalization() {
+        assert_eq!(
+            resolve_path(Path::new("/a/b"), "../c/./d"),
+            PathBuf::from("/a/c/d")
+        );
+        assert_eq!(resolve_path(Path::new("/a"), "/x/y"), PathBuf::from("/x/y"));
+    }
+}

@@ -1,0 +1,11 @@
+//! Test support shared by the integration tests: a temp workspace and a driver that spawns the
+//! real `pi-rpc` binary and talks to it over pipes.
+
+#![allow(dead_code)]
+
+pub mod agent;
+pub mod mock_llm;
+pub mod tempdir;
+
+pub use agent::Agent;
+pub use tempdir::TempDir;
