@@ -150,19 +150,6 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         &mut diags,
     );
 
-    for (flag, given) in [
-        ("--continue", cli.continue_session),
-        ("--resume", cli.resume),
-        ("--session", cli.session.is_some()),
-        ("--session-id", cli.session_id.is_some()),
-        ("--fork", cli.fork.is_some()),
-    ] {
-        if given {
-            return Err(StartupError(format!(
-                "pi-rpc: {flag} is not supported by this build yet (sessions can only be started fresh)"
-            )));
-        }
-    }
     let (tool_names, tool_warnings) = crate::tools::resolve_active(
         settings.default_tools(),
         Cli::split_list(&cli.tools),
@@ -176,6 +163,31 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         .collect();
     let prompt = prompt_config(cli, &agent_dir, &cwd, trusted, &mut diags);
     let session_dir = session_dir(cli, &settings, &agent_dir, &cwd);
+    let explicit_dir = explicit_session_dir(cli, &settings, &cwd);
+    let resumed = cli.continue_session
+        || cli.resume
+        || cli.session.is_some()
+        || cli.session_id.is_some()
+        || cli.fork.is_some();
+    let startup_manager = if resumed {
+        let startup = crate::session::lookup::startup_session(
+            &crate::session::lookup::StartupOptions {
+                no_session: cli.no_session,
+                session: cli.session.as_deref(),
+                continue_recent: cli.continue_session || cli.resume,
+                session_id: cli.session_id.as_deref(),
+                fork: cli.fork.as_deref(),
+            },
+            &cwd,
+            &agent_dir,
+            explicit_dir.as_deref(),
+        )
+        .map_err(|e| StartupError(format!("Error: {e}")))?;
+        diags.extend(startup.warnings);
+        Some(startup.manager)
+    } else {
+        None
+    };
     let manager = SessionManager::create(&cwd, session_dir.as_deref(), None);
 
     let no_model = registry.available().is_empty() && cli_model.is_none();
@@ -204,6 +216,9 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         tools,
         prompt,
     );
+    if let Some(loaded) = startup_manager {
+        session.replace_session(loaded);
+    }
     if let Some(name) = &cli.name {
         if let Err(e) = session.set_session_name(name) {
             eprintln!("pi-rpc: --name: {e}");
@@ -274,22 +289,25 @@ fn prompt_config(
     }
 }
 
-/// `--session-dir` > `PI_CODING_AGENT_SESSION_DIR` > setting `sessionDir` > per-cwd default;
-/// `None` with `--no-session`.
+/// `--session-dir` > `PI_CODING_AGENT_SESSION_DIR` > setting `sessionDir`, if any.
+fn explicit_session_dir(cli: &Cli, settings: &Settings, cwd: &Path) -> Option<PathBuf> {
+    cli.session_dir
+        .clone()
+        .or_else(|| std::env::var("PI_CODING_AGENT_SESSION_DIR").ok())
+        .filter(|s| !s.is_empty())
+        .or_else(|| settings.session_dir())
+        .map(|d| crate::util::resolve_path(cwd, &d))
+}
+
+/// The explicit session directory, else the per-cwd default; `None` with `--no-session`.
 fn session_dir(cli: &Cli, settings: &Settings, agent_dir: &Path, cwd: &Path) -> Option<PathBuf> {
     if cli.no_session {
         return None;
     }
-    let explicit = cli
-        .session_dir
-        .clone()
-        .or_else(|| std::env::var("PI_CODING_AGENT_SESSION_DIR").ok())
-        .filter(|s| !s.is_empty())
-        .or_else(|| settings.session_dir());
-    Some(match explicit {
-        Some(d) => crate::util::resolve_path(cwd, &d),
-        None => default_session_dir(agent_dir, cwd),
-    })
+    Some(
+        explicit_session_dir(cli, settings, cwd)
+            .unwrap_or_else(|| default_session_dir(agent_dir, cwd)),
+    )
 }
 
 /// Ends the process after killing child process groups.

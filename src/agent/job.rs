@@ -16,6 +16,11 @@ use crate::util::now_ms;
 pub enum AgentJob {
     /// Start a session-level run with these initial messages (a user prompt).
     Run { user_message: Value },
+    /// Replace the session (after the active run, which the processor aborted, has settled).
+    Session {
+        id: Option<Value>,
+        op: super::session_ops::SessionOp,
+    },
     /// Stop the thread.
     Shutdown,
 }
@@ -39,6 +44,7 @@ pub fn spawn(
             for job in rx {
                 match job {
                     AgentJob::Run { user_message } => runner(&rt, user_message),
+                    AgentJob::Session { id, op } => super::session_ops::run(&rt, id, op),
                     AgentJob::Shutdown => break,
                 }
             }

@@ -5,6 +5,7 @@ pub mod control;
 pub mod job;
 pub mod queue;
 pub mod run;
+pub mod session_ops;
 pub mod state;
 pub mod tools_exec;
 

@@ -146,7 +146,8 @@ pub fn run_session(rt: &Runtime, user_message: Value) {
 /// `agent_settled`, then the waiting `abort` responses; the run is over.
 fn settle(rt: &Runtime, cancel: &CancelToken) {
     let aborted = {
-        let s = rt.state.lock();
+        let mut s = rt.state.lock();
+        s.flush_deferred();
         s.run.abort_requested || cancel.is_cancelled()
     };
     emit(rt, Event::AgentSettled { aborted });
@@ -213,7 +214,9 @@ fn hide_entries(rt: &Runtime, ids: &[String]) {
 /// The messages that open the run: the system message when the prompt/tools are not declared
 /// yet (or changed), then the user message.
 fn prepare_initial(rt: &Runtime, user_message: Value) -> Vec<Value> {
-    let s = rt.state.lock();
+    let mut s = rt.state.lock();
+    // Bash executions recorded while the previous run was active come first.
+    s.flush_deferred();
     let mut out = Vec::new();
     if let Some(sys) = s.system_message_if_needed() {
         out.push(sys);

@@ -85,6 +85,11 @@ pub struct AgentSession {
     pub prompt: PromptConfig,
     /// The active run's control (abort, waiters, retry sleep).
     pub run: RunControl,
+    /// Running RPC `bash` commands (`abort_bash` cancels them all).
+    pub bash_runs: Vec<(u64, crate::cancel::CancelToken)>,
+    pub next_bash_id: u64,
+    /// Messages recorded while a run was active (RPC bash executions), appended when it ends.
+    pub deferred: Vec<Value>,
 }
 
 /// A failed command; the text is the response's `error`.
@@ -134,6 +139,9 @@ impl AgentSession {
             tools,
             prompt,
             run: RunControl::default(),
+            bash_runs: Vec::new(),
+            next_bash_id: 0,
+            deferred: Vec::new(),
         };
         s.apply_startup_selection();
         s
@@ -269,6 +277,72 @@ impl AgentSession {
             model_supports_images: self.model.supports_images(),
             model_id: self.model.id.clone(),
             temp_dir: std::env::temp_dir(),
+        }
+    }
+
+    /// Records a message now (idle) or after the active run (`agent-loop.md` §4, last point).
+    pub fn record_or_defer(&mut self, message: Value) {
+        if self.is_streaming {
+            self.deferred.push(message);
+        } else {
+            self.record(message);
+        }
+    }
+
+    /// Appends a message to the session and to the context.
+    pub fn record(&mut self, message: Value) {
+        self.messages.push(message.clone());
+        if let Err(e) = self.session.append_message(message) {
+            eprintln!("pi-rpc: {e}");
+        }
+    }
+
+    /// Appends the messages deferred during a run.
+    pub fn flush_deferred(&mut self) {
+        for m in std::mem::take(&mut self.deferred) {
+            self.record(m);
+        }
+    }
+
+    /// Makes `manager` the current session (`new_session`, `switch_session`, `fork`, `clone`,
+    /// and the startup flags): the model and thinking level are chosen as pi does (the CLI
+    /// selection wins; else what the branch recorded; else the defaults), queues start empty.
+    pub fn replace_session(&mut self, manager: SessionManager) {
+        self.session = manager;
+        self.queues = Queues::default();
+        self.deferred.clear();
+        if self.session.entries().is_empty() {
+            self.messages.clear();
+            self.apply_startup_selection();
+        } else {
+            self.apply_loaded_selection();
+        }
+        self.rebuild_messages();
+    }
+
+    /// Model and thinking level for a loaded (non-empty) session.
+    fn apply_loaded_selection(&mut self) {
+        let ctx = self.session.context();
+        let model = match &self.startup.cli_model {
+            Some((m, _)) => Some(m.clone()),
+            None => ctx
+                .model
+                .as_ref()
+                .and_then(|(p, id)| self.registry.find_available(p, id)),
+        }
+        .or_else(|| self.initial_model().0);
+        self.model = model.unwrap_or_else(Model::placeholder);
+        let recorded = ctx.thinking_level.as_deref().and_then(ThinkingLevel::parse);
+        let wanted = self.startup.cli_thinking.or(recorded).unwrap_or_else(|| {
+            self.configured_level_for(&self.model)
+                .unwrap_or(ThinkingLevel::Medium)
+        });
+        let level = clamp_level(&self.model, wanted);
+        self.thinking_level = level;
+        if recorded.is_none() {
+            if let Err(e) = self.session.append_thinking_level_change(level.as_str()) {
+                eprintln!("pi-rpc: {e}");
+            }
         }
     }
 

@@ -5,7 +5,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 /// One answer to one command line.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Response {
     /// The command's `id`, echoed verbatim; `None` when the command had none.
     pub id: Option<Value>,
@@ -14,6 +14,9 @@ pub struct Response {
     pub success: bool,
     /// `Some(Value::Null)` writes `"data":null`; `None` omits the key.
     pub data: Option<Value>,
+    /// Pre-serialized `data` (entries kept as the exact text of the session file); wins over
+    /// `data` when set.
+    pub raw_data: Option<Box<serde_json::value::RawValue>>,
     pub error: Option<String>,
 }
 
@@ -24,7 +27,24 @@ impl Response {
             command: Value::String(command.to_string()),
             success: true,
             data,
+            raw_data: None,
             error: None,
+        }
+    }
+
+    /// A success whose `data` is already-serialized JSON text. Invalid text (never produced by
+    /// our own serializers) degrades to an error response.
+    pub fn ok_raw(id: Option<Value>, command: &str, json_text: String) -> Response {
+        match serde_json::value::RawValue::from_string(json_text) {
+            Ok(raw) => Response {
+                raw_data: Some(raw),
+                ..Response::ok(id, command, None)
+            },
+            Err(e) => Response::err(
+                id,
+                command,
+                format!("internal error: invalid JSON data: {e}"),
+            ),
         }
     }
 
@@ -34,6 +54,7 @@ impl Response {
             command: Value::String(command.to_string()),
             success: false,
             data: None,
+            raw_data: None,
             error: Some(error.into()),
         }
     }
@@ -54,7 +75,9 @@ impl Serialize for Response {
         m.serialize_entry("command", &self.command)?;
         m.serialize_entry("success", &self.success)?;
         if self.success {
-            if let Some(d) = &self.data {
+            if let Some(raw) = &self.raw_data {
+                m.serialize_entry("data", raw)?;
+            } else if let Some(d) = &self.data {
                 m.serialize_entry("data", d)?;
             }
         } else if let Some(e) = &self.error {

@@ -12,6 +12,7 @@ use super::reader::Input;
 use super::writer::Output;
 use crate::agent::control::RunControl;
 use crate::agent::job::{user_message, AgentJob};
+use crate::agent::session_ops::SessionOp;
 use crate::agent::AgentSession;
 use crate::protocol::command::{Command, Incoming};
 use crate::protocol::{Event, Response};
@@ -280,19 +281,162 @@ impl Processor {
                 }
             }
             Command::AbortBash => {
-                // No RPC bash command can run in this build yet.
+                // The abort_bash response comes before the cancelled bash responses.
                 reply(Ok(None));
+                let runs: Vec<_> = self
+                    .session
+                    .lock()
+                    .bash_runs
+                    .iter()
+                    .map(|(_, c)| c.clone())
+                    .collect();
+                for c in runs {
+                    c.cancel();
+                }
             }
-            Command::Bash { .. }
-            | Command::Compact { .. }
-            | Command::NewSession { .. }
-            | Command::SwitchSession { .. }
-            | Command::Fork { .. }
-            | Command::Clone
-            | Command::GetTree
-            | Command::ExportHtml { .. } => {
+            Command::Bash {
+                command,
+                exclude_from_context,
+            } => self.start_bash(id, command, exclude_from_context),
+            Command::NewSession { parent_session } => {
+                self.replace_session(id, SessionOp::New { parent_session })
+            }
+            Command::SwitchSession { session_path } => {
+                self.replace_session(id, SessionOp::Switch { path: session_path })
+            }
+            Command::Fork { entry_id } => self.replace_session(id, SessionOp::Fork { entry_id }),
+            Command::Clone => self.replace_session(id, SessionOp::Clone),
+            Command::GetTree => {
+                let text = self.session.lock().session.tree_json_text();
+                self.out.response(&Response::ok_raw(id, name, text));
+            }
+            Command::ExportHtml { output_path } => {
+                let state = Arc::clone(&self.session);
+                let out = self.out.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("export-html".into())
+                    .spawn(move || {
+                        let result = crate::agent::session_ops::export_html(
+                            &state.lock(),
+                            output_path.as_deref(),
+                        );
+                        match result {
+                            Ok(path) => out.response(&Response::ok(
+                                id,
+                                "export_html",
+                                Some(json!({ "path": path })),
+                            )),
+                            Err(e) => out.response(&Response::err(id, "export_html", e)),
+                        }
+                    });
+                if let Err(e) = spawned {
+                    self.out.response(&Response::err(
+                        None,
+                        "export_html",
+                        format!("cannot start the export thread: {e}"),
+                    ));
+                }
+            }
+            Command::Compact { .. } => {
                 reply(Err(format!("{name} is not available in this build yet")));
             }
+        }
+    }
+}
+
+impl Processor {
+    /// Aborts the active run (if any) and hands the replacement to the agent thread, which
+    /// performs it once the run has settled and answers the command.
+    fn replace_session(&self, id: Option<Value>, op: SessionOp) {
+        let command = op.command();
+        {
+            let mut s = self.session.lock();
+            if s.is_streaming {
+                s.run.abort_requested = true;
+                let cancel = s.run.cancel.clone();
+                drop(s);
+                cancel.cancel();
+            }
+        }
+        if let Err(e) = self.agent.send(AgentJob::Session { id, op }) {
+            let (id, _) = match e.into_inner() {
+                AgentJob::Session { id, op } => (id, op),
+                _ => (None, SessionOp::Clone),
+            };
+            self.out.response(&Response::err(
+                id,
+                command,
+                "the agent thread is gone".to_string(),
+            ));
+        }
+    }
+
+    /// Runs an RPC `bash` command on its own thread: `bash_execution_update`s while it runs,
+    /// then the response, and a `bashExecution` message in the session.
+    fn start_bash(&self, id: Option<Value>, command: String, exclude_from_context: bool) {
+        let cancel = crate::cancel::CancelToken::new();
+        let (req, run_id) = {
+            let mut s = self.session.lock();
+            let run_id = s.next_bash_id;
+            s.next_bash_id += 1;
+            s.bash_runs.push((run_id, cancel.clone()));
+            let req = crate::exec::bash::BashRequest {
+                command: command.clone(),
+                cwd: s.cwd.clone(),
+                shell_path: s.settings.shell_path(),
+                shell_command_prefix: s.settings.shell_command_prefix(),
+                temp_dir: std::env::temp_dir(),
+            };
+            (req, run_id)
+        };
+        let out = self.out.clone();
+        let state = Arc::clone(&self.session);
+        let spawned = std::thread::Builder::new()
+            .name("bash".into())
+            .spawn(move || {
+                let result = crate::exec::bash::run_bash(&req, &cancel, &mut |delta| {
+                    out.event(&Event::BashExecutionUpdate {
+                        id: id.clone(),
+                        delta: delta.to_string(),
+                    });
+                });
+                let mut s = state.lock();
+                s.bash_runs.retain(|(r, _)| *r != run_id);
+                match result {
+                    Ok(r) => {
+                        let mut m = serde_json::Map::new();
+                        m.insert("role".into(), "bashExecution".into());
+                        m.insert("command".into(), command.into());
+                        m.insert("output".into(), r.output.clone().into());
+                        if let Some(code) = r.exit_code {
+                            m.insert("exitCode".into(), code.into());
+                        }
+                        m.insert("cancelled".into(), r.cancelled.into());
+                        m.insert("truncated".into(), r.truncated.into());
+                        if let Some(p) = &r.full_output_path {
+                            m.insert("fullOutputPath".into(), p.to_string_lossy().into());
+                        }
+                        m.insert("timestamp".into(), crate::util::now_ms().into());
+                        if exclude_from_context {
+                            m.insert("excludeFromContext".into(), true.into());
+                        }
+                        s.record_or_defer(Value::Object(m));
+                        drop(s);
+                        out.response(&Response::ok(id, "bash", Some(r.to_json())));
+                    }
+                    Err(e) => {
+                        drop(s);
+                        out.response(&Response::err(id, "bash", e));
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            self.session.lock().bash_runs.retain(|(r, _)| *r != run_id);
+            self.out.response(&Response::err(
+                None,
+                "bash",
+                format!("cannot start the bash thread: {e}"),
+            ));
         }
     }
 }

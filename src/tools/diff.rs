@@ -5,6 +5,8 @@
 //! `diffLines`), including its tie-breaking, so that changes align exactly as in pi. Patches
 //! follow jsdiff's `structuredPatch` / `formatPatch` with file headers only.
 
+use std::rc::Rc;
+
 /// One run of the line diff: unchanged, added or removed lines (each with its `\n`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
@@ -50,17 +52,32 @@ fn tokenize(text: &str) -> Vec<&str> {
     text.split_inclusive('\n').collect()
 }
 
+/// A run of the edit script, linked to the run before it. Shared between candidate paths and
+/// freed when no path refers to it any more (as jsdiff's objects are garbage-collected).
 struct Component {
     count: usize,
     added: bool,
     removed: bool,
-    prev: Option<usize>,
+    prev: Option<Rc<Component>>,
 }
 
-#[derive(Clone, Copy)]
+impl Drop for Component {
+    // Unlinks the chain iteratively: a long chain must not recurse once per run.
+    fn drop(&mut self) {
+        let mut prev = self.prev.take();
+        while let Some(rc) = prev {
+            match Rc::try_unwrap(rc) {
+                Ok(mut c) => prev = c.prev.take(),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+#[derive(Clone)]
 struct PathState {
     old_pos: isize,
-    last: Option<usize>,
+    last: Option<Rc<Component>>,
 }
 
 /// jsdiff's `diffLines(old, new)`.
@@ -97,55 +114,50 @@ pub fn diff_lines(old: &str, new: &str) -> Vec<Change> {
 fn myers(old: &[&str], new: &[&str]) -> Vec<(usize, bool, bool)> {
     let old_len = old.len() as isize;
     let new_len = new.len() as isize;
-    let mut arena: Vec<Component> = Vec::new();
 
-    let extract_common =
-        |arena: &mut Vec<Component>, base: &mut PathState, diagonal: isize| -> isize {
-            let mut old_pos = base.old_pos;
-            let mut new_pos = old_pos - diagonal;
-            let mut common = 0;
-            while new_pos + 1 < new_len
-                && old_pos + 1 < old_len
-                && old[(old_pos + 1) as usize] == new[(new_pos + 1) as usize]
-            {
-                new_pos += 1;
-                old_pos += 1;
-                common += 1;
-            }
-            if common > 0 {
-                arena.push(Component {
-                    count: common,
-                    added: false,
-                    removed: false,
-                    prev: base.last,
-                });
-                base.last = Some(arena.len() - 1);
-            }
-            base.old_pos = old_pos;
-            new_pos
+    let extract_common = |base: &mut PathState, diagonal: isize| -> isize {
+        let mut old_pos = base.old_pos;
+        let mut new_pos = old_pos - diagonal;
+        let mut common = 0;
+        while new_pos + 1 < new_len
+            && old_pos + 1 < old_len
+            && old[(old_pos + 1) as usize] == new[(new_pos + 1) as usize]
+        {
+            new_pos += 1;
+            old_pos += 1;
+            common += 1;
+        }
+        if common > 0 {
+            base.last = Some(Rc::new(Component {
+                count: common,
+                added: false,
+                removed: false,
+                prev: base.last.take(),
+            }));
+        }
+        base.old_pos = old_pos;
+        new_pos
+    };
+    let add_to_path = |path: &PathState, added: bool, removed: bool, inc: isize| {
+        let component = match &path.last {
+            Some(last) if last.added == added && last.removed == removed => Component {
+                count: last.count + 1,
+                added,
+                removed,
+                prev: last.prev.clone(),
+            },
+            _ => Component {
+                count: 1,
+                added,
+                removed,
+                prev: path.last.clone(),
+            },
         };
-    let add_to_path =
-        |arena: &mut Vec<Component>, path: PathState, added: bool, removed: bool, inc: isize| {
-            let component = match path.last.map(|i| &arena[i]) {
-                Some(last) if last.added == added && last.removed == removed => Component {
-                    count: last.count + 1,
-                    added,
-                    removed,
-                    prev: last.prev,
-                },
-                _ => Component {
-                    count: 1,
-                    added,
-                    removed,
-                    prev: path.last,
-                },
-            };
-            arena.push(component);
-            PathState {
-                old_pos: path.old_pos + inc,
-                last: Some(arena.len() - 1),
-            }
-        };
+        PathState {
+            old_pos: path.old_pos + inc,
+            last: Some(Rc::new(component)),
+        }
+    };
 
     let max_edit = old_len + new_len;
     let offset = max_edit + 2;
@@ -156,9 +168,9 @@ fn myers(old: &[&str], new: &[&str]) -> Vec<(usize, bool, bool)> {
         old_pos: -1,
         last: None,
     };
-    let new_pos = extract_common(&mut arena, &mut first, 0);
+    let new_pos = extract_common(&mut first, 0);
     if first.old_pos + 1 >= old_len && new_pos + 1 >= new_len {
-        return build(&arena, first.last);
+        return build(first.last.as_ref());
     }
     best[idx(0)] = Some(first);
 
@@ -170,36 +182,40 @@ fn myers(old: &[&str], new: &[&str]) -> Vec<(usize, bool, bool)> {
         let top = max_diagonal.min(edit_length);
         while diagonal <= top {
             let remove_path = best[idx(diagonal - 1)].take();
-            let add_path = best[idx(diagonal + 1)];
+            let add_path = best[idx(diagonal + 1)].as_ref();
             let can_add = add_path.is_some_and(|p| {
                 let np = p.old_pos - diagonal;
                 0 <= np && np < new_len
             });
-            let can_remove = remove_path.is_some_and(|p| p.old_pos + 1 < old_len);
+            let can_remove = remove_path
+                .as_ref()
+                .is_some_and(|p| p.old_pos + 1 < old_len);
             if !can_add && !can_remove {
                 best[idx(diagonal)] = None;
                 diagonal += 2;
                 continue;
             }
-            let remove_first = match (remove_path, add_path) {
+            let remove_first = match (&remove_path, add_path) {
                 (Some(r), Some(a)) => can_remove && !(can_add && r.old_pos < a.old_pos),
                 _ => can_remove,
             };
             let chosen = if remove_first {
-                remove_path.map(|r| add_to_path(&mut arena, r, false, true, 1))
+                remove_path.as_ref().map(|r| add_to_path(r, false, true, 1))
             } else {
-                add_path.map(|a| add_to_path(&mut arena, a, true, false, 0))
+                add_path.map(|a| add_to_path(a, true, false, 0))
             };
+            drop(remove_path);
             let Some(mut base) = chosen else {
                 diagonal += 2;
                 continue;
             };
-            let new_pos = extract_common(&mut arena, &mut base, diagonal);
+            let new_pos = extract_common(&mut base, diagonal);
             if base.old_pos + 1 >= old_len && new_pos + 1 >= new_len {
-                return build(&arena, base.last);
+                return build(base.last.as_ref());
             }
+            let reached_old_end = base.old_pos + 1 >= old_len;
             best[idx(diagonal)] = Some(base);
-            if base.old_pos + 1 >= old_len {
+            if reached_old_end {
                 max_diagonal = max_diagonal.min(diagonal - 1);
             }
             if new_pos + 1 >= new_len {
@@ -213,13 +229,12 @@ fn myers(old: &[&str], new: &[&str]) -> Vec<(usize, bool, bool)> {
     vec![]
 }
 
-fn build(arena: &[Component], last: Option<usize>) -> Vec<(usize, bool, bool)> {
+fn build(last: Option<&Rc<Component>>) -> Vec<(usize, bool, bool)> {
     let mut out = Vec::new();
     let mut cur = last;
-    while let Some(i) = cur {
-        let c = &arena[i];
+    while let Some(c) = cur {
         out.push((c.count, c.added, c.removed));
-        cur = c.prev;
+        cur = c.prev.as_ref();
     }
     out.reverse();
     out
@@ -748,5 +763,19 @@ mod tests {
                 s("x\n", true, false),
             ]
         );
+    }
+
+    #[test]
+    fn large_insertion_in_small_file() {
+        let base = "a\nb\nc\n";
+        let inserted: String = (0..5000).map(|i| format!("new {i}\n")).collect();
+        let reps = [rep(base, "b\n", &format!("b\n{inserted}"))];
+        let new = apply(base, &reps);
+        let d = generate_edit_diff("f", base, &new, &reps, 4);
+        assert_eq!(d.first_changed_line, Some(3));
+        assert!(d
+            .patch
+            .starts_with("--- f\n+++ f\n@@ -1,3 +1,5003 @@\n a\n b\n+new 0\n"));
+        assert_eq!(d.diff.lines().count(), 3 + 5000);
     }
 }

@@ -100,7 +100,7 @@ pub fn resolve_read_path(path: &str, cwd: &Path) -> PathBuf {
 }
 
 fn exists(p: &Path) -> bool {
-    std::fs::symlink_metadata(p).is_ok() && std::fs::metadata(p).is_ok()
+    std::fs::metadata(p).is_ok()
 }
 
 /// Replaces `" AM."` / `" PM."` (any case) by the same with U+202F instead of the space.
