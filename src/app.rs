@@ -362,7 +362,9 @@ pub fn run_rpc(session: AgentSession) -> i32 {
         Ok(Err(_)) => eprintln!("pi-rpc: the processor thread panicked"),
         Err(e) => eprintln!("pi-rpc: cannot start the processor thread: {e}"),
     }
-    // Orderly shutdown: abort whatever runs, kill children, let the agent thread finish.
+    // Orderly shutdown: nothing more is written (as pi), whatever runs is aborted, children
+    // are killed, and the agent thread finishes (the session file gets the aborted messages).
+    out.mute();
     let cancel = session.lock().run.cancel.clone();
     cancel.cancel();
     crate::exec::groups::kill_all();
@@ -385,6 +387,10 @@ pub fn main_with(cli: Cli) -> i32 {
         println!("pi-rpc {}", env!("CARGO_PKG_VERSION"));
         return 0;
     }
+    if cli.effective_mode() == Mode::Rpc && cli.messages.iter().any(|m| m.starts_with('@')) {
+        eprintln!("Error: @file arguments are not supported in RPC mode");
+        return 1;
+    }
     let startup = match build(&cli) {
         Ok(s) => s,
         Err(e) => {
@@ -394,9 +400,8 @@ pub fn main_with(cli: Cli) -> i32 {
     };
     match startup.mode {
         Mode::Rpc => run_rpc(startup.session),
-        Mode::Json | Mode::Text => {
-            eprintln!("pi-rpc: --mode json/text and -p need the agent loop, which this build does not have yet");
-            1
+        mode @ (Mode::Json | Mode::Text) => {
+            crate::print::run_print(startup.session, mode, &cli.messages)
         }
     }
 }

@@ -153,8 +153,8 @@ pub struct Cli {
     #[arg(short = 'v', long = "version")]
     pub version: bool,
 
-    /// Initial prompt(s) for json/text/print modes (not used in RPC mode).
-    #[arg(trailing_var_arg = true)]
+    /// Initial prompt(s) for json/text/print modes (not used in RPC mode); `@path` attaches a
+    /// file. Flags may come before or after them, as with pi.
     pub messages: Vec<String>,
 }
 
@@ -207,6 +207,16 @@ mod tests {
             Cli::split_list(&cli.tools),
             Some(vec!["read".to_string(), "bash".to_string()])
         );
+    }
+
+    #[test]
+    fn flags_after_a_message_are_still_flags() {
+        let cli =
+            Cli::try_parse_from(["pi-rpc", "-p", "hi", "--no-session", "two", "--model", "m"])
+                .unwrap();
+        assert_eq!(cli.messages, vec!["hi".to_string(), "two".to_string()]);
+        assert!(cli.no_session);
+        assert_eq!(cli.model.as_deref(), Some("m"));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod compaction;
 pub mod exec;
 pub mod export;
 pub mod llm;
+pub mod print;
 pub mod protocol;
 pub mod resources;
 pub mod rpc;

@@ -15,11 +15,22 @@ use crate::util::now_ms;
 /// Work for the agent thread.
 pub enum AgentJob {
     /// Start a session-level run with these initial messages (a user prompt).
-    Run { user_message: Value },
+    Run {
+        /// Set for an RPC `prompt`: the agent thread writes its `started` response.
+        reply: Option<super::run::PromptReply>,
+        user_message: Value,
+    },
     /// Replace the session (after the active run, which the processor aborted, has settled).
     Session {
         id: Option<Value>,
         op: super::session_ops::SessionOp,
+    },
+    /// `compact`: runs after the active run (which the processor aborted) has settled, then
+    /// answers the command.
+    Compact {
+        id: Option<Value>,
+        custom_instructions: Option<String>,
+        cancel: crate::cancel::CancelToken,
     },
     /// Stop the thread.
     Shutdown,
@@ -35,7 +46,7 @@ pub struct Runtime {
 /// Starts the agent thread.
 pub fn spawn(
     rt: Runtime,
-    runner: fn(&Runtime, Value),
+    runner: fn(&Runtime, Option<super::run::PromptReply>, Value),
 ) -> std::io::Result<(Sender<AgentJob>, JoinHandle<()>)> {
     let (tx, rx) = bounded::<AgentJob>(16);
     let handle = std::thread::Builder::new()
@@ -43,8 +54,16 @@ pub fn spawn(
         .spawn(move || {
             for job in rx {
                 match job {
-                    AgentJob::Run { user_message } => runner(&rt, user_message),
+                    AgentJob::Run {
+                        reply,
+                        user_message,
+                    } => runner(&rt, reply, user_message),
                     AgentJob::Session { id, op } => super::session_ops::run(&rt, id, op),
+                    AgentJob::Compact {
+                        id,
+                        custom_instructions,
+                        cancel,
+                    } => crate::compaction::runner::manual(&rt, id, custom_instructions, cancel),
                     AgentJob::Shutdown => break,
                 }
             }

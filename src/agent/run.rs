@@ -23,6 +23,10 @@ use crate::llm::types::{
 use crate::protocol::{Event, Response};
 use crate::util::now_ms;
 
+/// The id of the `prompt` command a run answers.
+#[derive(Clone, Debug)]
+pub struct PromptReply(pub Option<Value>);
+
 /// Per-run retry bookkeeping.
 #[derive(Default)]
 struct RetryState {
@@ -34,6 +38,8 @@ struct LowLevel {
     last_assistant: Option<AssistantMessage>,
     /// Entry ids of the last assistant message and its tool results (hidden on retry).
     last_entry_ids: Vec<String>,
+    /// Entry id of the last assistant message.
+    last_assistant_id: Option<String>,
 }
 
 fn emit(rt: &Runtime, e: Event) {
@@ -55,6 +61,10 @@ fn record_message(rt: &Runtime, msg: &Value) -> Option<String> {
 
 /// `message_start` + `message_end` of a non-assistant message, then recorded.
 fn emit_whole_message(rt: &Runtime, msg: Value, run_messages: &mut Vec<Value>) -> Option<String> {
+    if msg.get("role").and_then(Value::as_str) == Some("user") {
+        // A new user message allows another overflow recovery (agent-loop.md §7.3).
+        rt.state.lock().overflow_recovery_attempted = false;
+    }
     emit(
         rt,
         Event::MessageStart {
@@ -72,8 +82,23 @@ fn emit_whole_message(rt: &Runtime, msg: Value, run_messages: &mut Vec<Value>) -
 }
 
 /// One session-level run: low-level runs until nothing continues it, then `agent_settled`.
-pub fn run_session(rt: &Runtime, user_message: Value) {
+///
+/// `reply` is set for an RPC `prompt`: its `started` response (with the command's id) is the
+/// run's first record, after a pre-prompt compaction (whose events pi writes before the
+/// response) and before `agent_start`. Print modes pass `None`.
+pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, user_message: Value) {
     let cancel = rt.state.lock().run.cancel.clone();
+    // Compact first when the context is already too big (agent-loop.md §7.2).
+    if !cancel.is_cancelled() {
+        crate::compaction::runner::before_prompt(rt, &cancel);
+    }
+    if let Some(PromptReply(id)) = reply {
+        rt.out.response(&Response::ok(
+            id,
+            "prompt",
+            Some(serde_json::json!({ "disposition": "started" })),
+        ));
+    }
     let mut initial = prepare_initial(rt, user_message);
     let mut retry = RetryState::default();
     loop {
@@ -130,13 +155,30 @@ pub fn run_session(rt: &Runtime, user_message: Value) {
                         final_error: last.error_message.clone(),
                     },
                 );
+                retry.attempt = 0;
             }
-            break;
         }
         if last.stop_reason == StopReason::Aborted {
             break;
         }
-        if rt.state.lock().queues.is_empty() {
+        // Overflow recovery or threshold compaction (agent-loop.md §7.2–§7.3); true when the
+        // failed turn is retried or queued messages wait.
+        if crate::compaction::runner::check_compaction(
+            rt,
+            &last,
+            ll.last_assistant_id.as_deref(),
+            true,
+            &cancel,
+        ) {
+            if cancel.is_cancelled() {
+                break;
+            }
+            continue;
+        }
+        if last.stop_reason == StopReason::Error {
+            break;
+        }
+        if cancel.is_cancelled() || rt.state.lock().queues.is_empty() {
             break;
         }
     }
@@ -281,17 +323,22 @@ fn low_level_run(
     let mut first = true;
     let mut last: Option<AssistantMessage> = None;
     let mut last_ids: Vec<String> = Vec::new();
+    let mut last_assistant_id: Option<String> = None;
     // True at the start so the first turn makes its request.
     let mut has_more_tool_calls = true;
     'outer: loop {
         while has_more_tool_calls || pending_steering > 0 || pending_follow_up > 0 {
             if !first {
+                // Compact before the next request when the turn grew the context past the
+                // threshold (pi's prepareNextTurn).
+                if !cancel.is_cancelled() {
+                    crate::compaction::runner::before_next_turn(rt, cancel);
+                }
                 emit(rt, Event::TurnStart);
             }
             first = false;
             if pending_steering > 0 {
                 deliver(rt, true, pending_steering, &mut run_messages);
-                pending_steering = 0;
             }
             if pending_follow_up > 0 {
                 deliver(rt, false, pending_follow_up, &mut run_messages);
@@ -301,6 +348,7 @@ fn low_level_run(
             let value = assistant.to_value();
             run_messages.push(value.clone());
             let assistant_id = record_message(rt, &value);
+            last_assistant_id = assistant_id.clone();
             last_ids = assistant_id.into_iter().collect();
             if matches!(
                 assistant.stop_reason,
@@ -325,6 +373,7 @@ fn low_level_run(
                 return LowLevel {
                     last_assistant: last,
                     last_entry_ids: last_ids,
+                    last_assistant_id,
                 };
             }
             let calls: Vec<ContentBlock> = assistant.tool_calls().cloned().collect();
@@ -352,12 +401,12 @@ fn low_level_run(
                 },
             );
             last = Some(assistant);
-            if cancel.is_cancelled() {
-                // The next turn's request is aborted before anything is sent.
-                has_more_tool_calls = true;
-                continue;
-            }
+            // Steering queued meanwhile is delivered in the next turn, also when that turn's
+            // request is aborted before anything is sent.
             pending_steering = delivery_count(rt, true);
+            if cancel.is_cancelled() {
+                has_more_tool_calls = true;
+            }
         }
         let follow = delivery_count(rt, false);
         if follow > 0 && !cancel.is_cancelled() {
@@ -379,6 +428,7 @@ fn low_level_run(
     LowLevel {
         last_assistant: last,
         last_entry_ids: last_ids,
+        last_assistant_id,
     }
 }
 
@@ -481,6 +531,9 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
         emit(rt, Event::MessageStart { message: v.clone() });
     }
     emit(rt, Event::MessageEnd { message: v });
+    if !matches!(msg.stop_reason, StopReason::Error | StopReason::Length) {
+        rt.state.lock().overflow_recovery_attempted = false;
+    }
     if retry.attempt > 0 && msg.stop_reason != StopReason::Error {
         emit(
             rt,

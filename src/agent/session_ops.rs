@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::job::Runtime;
 use super::state::AgentSession;
 use crate::protocol::Response;
+use crate::session::context::build_context;
 use crate::session::SessionManager;
 
 /// A session replacement requested by a command.
@@ -31,46 +32,64 @@ impl SessionOp {
     }
 }
 
-/// Performs `op` and answers the command.
+/// Performs `op` and answers the command. The state lock is held only to read the current
+/// session and to install the new one: loading a file and building its context (a second or more
+/// for a 100k-entry session) happen without it, so state commands are answered meanwhile.
 pub fn run(rt: &Runtime, id: Option<Value>, op: SessionOp) {
     let command = op.command();
-    let result = {
-        let mut s = rt.state.lock();
-        apply(&mut s, op)
-    };
+    let result = prepare(rt, op).map(|(manager, data)| {
+        let messages = build_context(&manager.branch()).messages;
+        let old = rt.state.lock().install_session(manager, messages);
+        drop(old);
+        data
+    });
     match result {
         Ok(data) => rt.out.response(&Response::ok(id, command, Some(data))),
         Err(e) => rt.out.response(&Response::err(id, command, e)),
     }
 }
 
-fn apply(s: &mut AgentSession, op: SessionOp) -> Result<Value, String> {
+/// The session `op` makes current, and the response data.
+fn prepare(rt: &Runtime, op: SessionOp) -> Result<(SessionManager, Value), String> {
     match op {
         SessionOp::New { parent_session } => {
-            let manager = s.session.new_session(parent_session);
-            s.replace_session(manager);
-            Ok(json!({"cancelled": false}))
+            let manager = rt.state.lock().session.new_session(parent_session);
+            Ok((manager, json!({"cancelled": false})))
         }
         SessionOp::Switch { path } => {
-            let path = crate::util::resolve_path(&s.cwd, &path);
+            let (cwd, session_dir) = {
+                let s = rt.state.lock();
+                (s.cwd.clone(), s.session.session_dir().map(PathBuf::from))
+            };
+            let path = crate::util::resolve_path(&cwd, &path);
             if !path.exists() {
                 // Deliberate deviation from pi (which starts an empty session at that path).
                 return Err(format!("Session file not found: {}", path.display()));
             }
-            let manager = SessionManager::open(&path, s.session.session_dir(), &s.cwd)
+            let manager = SessionManager::open(&path, session_dir.as_deref(), &cwd)
                 .map_err(|e| e.to_string())?;
-            s.replace_session(manager);
-            Ok(json!({"cancelled": false}))
+            Ok((manager, json!({"cancelled": false})))
         }
         SessionOp::Fork { entry_id } => {
-            let forked = s.session.fork(&entry_id).map_err(|e| e.to_string())?;
-            s.replace_session(forked.manager);
-            Ok(json!({"text": forked.text, "cancelled": false}))
+            let forked = rt
+                .state
+                .lock()
+                .session
+                .fork(&entry_id)
+                .map_err(|e| e.to_string())?;
+            Ok((
+                forked.manager,
+                json!({"text": forked.text, "cancelled": false}),
+            ))
         }
         SessionOp::Clone => {
-            let manager = s.session.clone_session().map_err(|e| e.to_string())?;
-            s.replace_session(manager);
-            Ok(json!({"cancelled": false}))
+            let manager = rt
+                .state
+                .lock()
+                .session
+                .clone_session()
+                .map_err(|e| e.to_string())?;
+            Ok((manager, json!({"cancelled": false})))
         }
     }
 }

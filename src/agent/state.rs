@@ -9,7 +9,6 @@ use serde_json::{json, Map, Value};
 
 use super::control::RunControl;
 use super::queue::{QueuedMessage, Queues};
-use crate::compaction::estimate::estimate_context_tokens;
 use crate::llm::thinking::{clamp_level, supported_levels};
 use crate::llm::{Model, ModelRegistry, ThinkingLevel};
 use crate::protocol::{Event, ImageContent};
@@ -90,6 +89,12 @@ pub struct AgentSession {
     pub next_bash_id: u64,
     /// Messages recorded while a run was active (RPC bash executions), appended when it ends.
     pub deferred: Vec<Value>,
+    /// `compact` commands accepted and not finished yet (`isCompacting` stays true meanwhile).
+    pub pending_manual_compactions: u32,
+    /// The cancel tokens of those compactions (`abort` and a newer `compact` cancel them).
+    pub compaction_cancels: Vec<crate::cancel::CancelToken>,
+    /// Overflow recovery was tried once since the last user message (`agent-loop.md` §7.3).
+    pub overflow_recovery_attempted: bool,
 }
 
 /// A failed command; the text is the response's `error`.
@@ -142,6 +147,9 @@ impl AgentSession {
             bash_runs: Vec::new(),
             next_bash_id: 0,
             deferred: Vec::new(),
+            pending_manual_compactions: 0,
+            compaction_cancels: Vec::new(),
+            overflow_recovery_attempted: false,
         };
         s.apply_startup_selection();
         s
@@ -308,21 +316,35 @@ impl AgentSession {
     /// and the startup flags): the model and thinking level are chosen as pi does (the CLI
     /// selection wins; else what the branch recorded; else the defaults), queues start empty.
     pub fn replace_session(&mut self, manager: SessionManager) {
-        self.session = manager;
+        let messages = build_context(&manager.branch()).messages;
+        self.install_session(manager, messages);
+    }
+
+    /// [`Self::replace_session`] with the context's `messages` already built from `manager`'s
+    /// branch (`session_ops` builds them without holding the state lock: a large session takes a
+    /// while). Returns the previous session and messages, for the caller to drop after it has
+    /// released the lock.
+    pub fn install_session(
+        &mut self,
+        manager: SessionManager,
+        messages: Vec<Value>,
+    ) -> (SessionManager, Vec<Value>) {
+        let old_session = std::mem::replace(&mut self.session, manager);
+        let old_messages = std::mem::replace(&mut self.messages, messages);
         self.queues = Queues::default();
         self.deferred.clear();
+        // (A thinking_level_change appended here adds no message: `messages` stays right.)
         if self.session.entries().is_empty() {
-            self.messages.clear();
             self.apply_startup_selection();
         } else {
             self.apply_loaded_selection();
         }
-        self.rebuild_messages();
+        (old_session, old_messages)
     }
 
     /// Model and thinking level for a loaded (non-empty) session.
     fn apply_loaded_selection(&mut self) {
-        let ctx = self.session.context();
+        let ctx = self.session.selection();
         let model = match &self.startup.cli_model {
             Some((m, _)) => Some(m.clone()),
             None => ctx
@@ -506,21 +528,17 @@ impl AgentSession {
         (data, self.queue_update())
     }
 
-    /// `set_session_name`: trimmed, newlines become spaces, empty rejected.
+    /// `set_session_name`: trimmed, line breaks become spaces, empty rejected.
     pub fn set_session_name(&mut self, name: &str) -> CommandResult<Event> {
-        let cleaned: String = name
-            .chars()
-            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-            .collect();
-        let cleaned = cleaned.trim();
-        if cleaned.is_empty() {
+        if name.trim().is_empty() {
             return Err("Session name cannot be empty".to_string());
         }
-        self.session
-            .append_session_info(cleaned)
+        let entry = self
+            .session
+            .append_session_info(name)
             .map_err(|e| e.to_string())?;
         Ok(Event::SessionInfoChanged {
-            name: Some(cleaned.to_string()),
+            name: entry.get_str("name"),
         })
     }
 
@@ -546,120 +564,51 @@ impl AgentSession {
         Value::Object(m)
     }
 
-    /// `get_session_stats` data (`rpc-protocol.md` §3.9).
+    /// `get_session_stats` data (`rpc-protocol.md` §3.9): totals over every entry of the file,
+    /// kept up to date by the session manager as entries are appended.
     pub fn session_stats(&self) -> Value {
-        let (mut user, mut assistant, mut tool_calls, mut tool_results, mut total) =
-            (0u64, 0u64, 0u64, 0u64, 0u64);
-        let (mut input, mut output, mut cache_read, mut cache_write) = (0u64, 0u64, 0u64, 0u64);
-        let mut cost = 0f64;
-        let mut add_usage = |u: &Value| {
-            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            input += n("input");
-            output += n("output");
-            cache_read += n("cacheRead");
-            cache_write += n("cacheWrite");
-            cost += u
-                .get("cost")
-                .and_then(|c| c.get("total"))
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0);
-        };
-        for e in self.session.entries() {
-            match e.kind() {
-                "message" => {
-                    total += 1;
-                    let Some(msg) = e.message() else { continue };
-                    match msg.get("role").and_then(Value::as_str) {
-                        Some("user") => user += 1,
-                        Some("assistant") => {
-                            assistant += 1;
-                            tool_calls +=
-                                msg.get("content").and_then(Value::as_array).map_or(0, |c| {
-                                    c.iter()
-                                        .filter(|b| {
-                                            b.get("type").and_then(Value::as_str)
-                                                == Some("toolCall")
-                                        })
-                                        .count() as u64
-                                });
-                            if let Some(u) = msg.get("usage") {
-                                add_usage(u);
-                            }
-                        }
-                        Some("toolResult") => {
-                            tool_results += 1;
-                            if let Some(u) = msg.get("usage") {
-                                add_usage(u);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                "compaction" | "branch_summary" | "usage" => {
-                    if let Some(u) = e.get("usage") {
-                        add_usage(&u);
-                    }
-                }
-                _ => {}
-            }
-        }
+        let t = self.session.totals();
         let mut m = Map::new();
         if let Some(f) = self.session.session_file() {
             m.insert("sessionFile".into(), f.to_string_lossy().into());
         }
         m.insert("sessionId".into(), self.session.session_id().into());
-        m.insert("userMessages".into(), user.into());
-        m.insert("assistantMessages".into(), assistant.into());
-        m.insert("toolCalls".into(), tool_calls.into());
-        m.insert("toolResults".into(), tool_results.into());
-        m.insert("totalMessages".into(), total.into());
+        m.insert("userMessages".into(), t.user_messages.into());
+        m.insert("assistantMessages".into(), t.assistant_messages.into());
+        m.insert("toolCalls".into(), t.tool_calls.into());
+        m.insert("toolResults".into(), t.tool_results.into());
+        m.insert("totalMessages".into(), t.total_messages.into());
         m.insert(
             "tokens".into(),
             json!({
-                "input": input, "output": output, "cacheRead": cache_read,
-                "cacheWrite": cache_write, "total": input + output + cache_read + cache_write,
+                "input": t.input, "output": t.output, "cacheRead": t.cache_read,
+                "cacheWrite": t.cache_write, "total": t.total_tokens(),
             }),
         );
-        m.insert("cost".into(), js_value(cost));
+        m.insert("cost".into(), js_value(t.cost));
         if let Some(cu) = self.context_usage() {
             m.insert("contextUsage".into(), cu);
         }
         Value::Object(m)
     }
 
-    /// `{tokens, contextWindow, percent}`; absent without a model or a context window.
+    /// `{tokens, contextWindow, percent}`; absent without a model or a context window. Tokens
+    /// and percent are `null` after a compaction until the next reply reports usage.
     pub fn context_usage(&self) -> Option<Value> {
         let window = self.model.context_window;
         if self.model.is_placeholder() || window == 0 {
             return None;
         }
-        let compacted_since_usage = self.compaction_newer_than_usage();
-        if compacted_since_usage {
-            return Some(json!({"tokens": null, "contextWindow": window, "percent": null}));
-        }
-        let tokens = estimate_context_tokens(&self.messages);
-        let percent = tokens as f64 / window as f64 * 100.0;
-        Some(json!({"tokens": tokens, "contextWindow": window, "percent": js_value(percent)}))
-    }
-
-    /// True when the branch's latest compaction comes after the last assistant reply that has
-    /// usable usage (the context size is then unknown until the next reply).
-    fn compaction_newer_than_usage(&self) -> bool {
         let branch = self.session.branch();
-        let Some(ci) = branch.iter().rposition(|e| e.kind() == "compaction") else {
-            return false;
-        };
-        !branch[ci + 1..].iter().any(|e| {
-            e.message().is_some_and(|m| {
-                m.get("role").and_then(Value::as_str) == Some("assistant")
-                    && !matches!(
-                        m.get("stopReason").and_then(Value::as_str),
-                        Some("aborted") | Some("error")
-                    )
-                    && m.get("usage")
-                        .is_some_and(|u| crate::compaction::estimate::usage_context_tokens(u) > 0)
-            })
-        })
+        match crate::compaction::tokens::context_usage_tokens(&branch, &self.messages) {
+            None => Some(json!({"tokens": null, "contextWindow": window, "percent": null})),
+            Some(tokens) => {
+                let percent = tokens as f64 / window as f64 * 100.0;
+                Some(
+                    json!({"tokens": tokens, "contextWindow": window, "percent": js_value(percent)}),
+                )
+            }
+        }
     }
 
     /// `get_last_assistant_text`.
@@ -721,43 +670,12 @@ impl AgentSession {
 
     /// `get_fork_messages`: every user message in the file with non-empty text.
     pub fn fork_messages(&self) -> Value {
-        let mut out = Vec::new();
-        for e in self.session.entries() {
-            if e.message_role() != Some("user") {
-                continue;
-            }
-            let text = e.message().map(|m| message_text(&m)).unwrap_or_default();
-            if !text.is_empty() {
-                out.push(json!({"entryId": e.id(), "text": text}));
-            }
-        }
-        json!({ "messages": out })
-    }
-
-    /// `get_entries` data, optionally strictly after `since`.
-    pub fn entries_json(&self, since: Option<&str>) -> CommandResult<Value> {
-        let entries = self.session.entries();
-        let start = match since {
-            None => 0,
-            Some(id) => match entries.iter().position(|e| e.id() == id) {
-                Some(i) => i + 1,
-                None => return Err(format!("Entry not found: {id}")),
-            },
-        };
-        let list: Vec<Value> = entries[start..].iter().map(|e| e.to_value()).collect();
-        Ok(json!({"entries": list, "leafId": self.session.leaf_id()}))
-    }
-}
-
-/// Text blocks of a message concatenated (a string `content` as is).
-pub fn message_text(msg: &Value) -> String {
-    match msg.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
+        let list: Vec<Value> = self
+            .session
+            .fork_messages()
+            .into_iter()
+            .map(|m| json!({"entryId": m.entry_id, "text": m.text}))
+            .collect();
+        json!({ "messages": list })
     }
 }

@@ -137,7 +137,7 @@ summary{cursor:pointer;color:var(--muted);font-size:13px}
 .thinking .text{color:var(--muted);font-style:italic}
 .toolcall{border-left:3px solid var(--border);padding-left:10px;margin:8px 0}
 .toolcall .name{font-family:ui-monospace,monospace;font-weight:600}
-img.attachment{max-width:100%;max-height:480px;border:1px solid var(--border);border-radius:6px;margin:6px 0;display:block}
+img.attachment{max-width:100%;max-height:480px;min-width:64px;min-height:64px;object-fit:contain;background:var(--bg);border:1px solid var(--border);border-radius:6px;margin:6px 0;display:block}
 .note{font-size:13px;color:var(--muted);margin:6px 2px}
 .footer{font-size:12px;color:var(--muted);margin-top:6px}
 .hidden-ctx{opacity:.6}
@@ -153,7 +153,7 @@ pub fn render_html(manager: &SessionManager, out: &mut impl Write) -> io::Result
         Some(n) => n.clone(),
         None => format!("pi session {}", header.id),
     };
-    let ctx_model = manager.context().model;
+    let ctx_model = manager.selection().model;
 
     // Entries hidden from the model by a context_edit (latest edit per target).
     let mut hidden: HashSet<String> = HashSet::new();

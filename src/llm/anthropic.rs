@@ -695,7 +695,7 @@ fn run(
         return Err(Failure::Aborted);
     }
     let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
-    let body = serde_json::to_vec(&req.body).map_err(|e| Failure::Error(e.to_string()))?;
+    let body = crate::util::to_js_vec(&req.body).map_err(|e| Failure::Error(e.to_string()))?;
     out.mark_sent();
     let mut resp = http::post(
         HttpRequest {

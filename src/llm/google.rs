@@ -909,7 +909,7 @@ fn run(
     let request = HttpRequest {
         url: endpoint(model),
         headers: request_headers(opts),
-        body: serde_json::to_vec(&body).unwrap_or_default(),
+        body: crate::util::to_js_vec(&body).unwrap_or_default(),
         idle_timeout: opts.idle_timeout,
     };
     if cancel.is_cancelled() {

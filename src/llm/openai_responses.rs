@@ -388,7 +388,7 @@ pub fn convert_input(model: &Model, ctx: &LlmContext) -> Vec<Value> {
                             }
                             item.insert("call_id".into(), json!(call_id));
                             item.insert("name".into(), json!(name));
-                            item.insert("arguments".into(), json!(arguments.to_string()));
+                            item.insert("arguments".into(), json!(js_stringify(arguments)));
                             output.push(Value::Object(item));
                         }
                         _ => {}
@@ -1269,7 +1269,7 @@ fn run(
     let request = HttpRequest {
         url: endpoint(model),
         headers: request_headers(model, opts),
-        body: serde_json::to_vec(&body).unwrap_or_default(),
+        body: crate::util::to_js_vec(&body).unwrap_or_default(),
         idle_timeout: opts.idle_timeout,
     };
     if cancel.is_cancelled() {

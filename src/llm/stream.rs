@@ -716,23 +716,10 @@ impl PartialParser<'_> {
 // ---------------------------------------------------------------------------------------------
 // Error texts
 
-/// `JSON.stringify` of a parsed value: like `serde_json::to_string`, but integral floats print
-/// without a fraction (`1`, not `1.0`), as JavaScript does.
+/// `JSON.stringify` of a parsed value: like `serde_json::to_string`, but numbers print as
+/// JavaScript prints them (`1`, not `1.0`; `0.00000225`, not `2.25e-6`).
 pub fn js_stringify(v: &Value) -> String {
-    fn norm(v: &Value) -> Value {
-        match v {
-            Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
-                Some(f) => crate::util::js_value(f),
-                None => v.clone(),
-            },
-            Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
-            Value::Object(o) => {
-                Value::Object(o.iter().map(|(k, v)| (k.clone(), norm(v))).collect())
-            }
-            other => other.clone(),
-        }
-    }
-    serde_json::to_string(&norm(v)).unwrap_or_default()
+    crate::util::to_js_string(v).unwrap_or_default()
 }
 
 /// JavaScript truthiness of a parsed JSON value.

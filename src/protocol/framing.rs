@@ -97,9 +97,10 @@ impl LineSplitter {
 }
 
 /// Serializes one outgoing record: compact JSON, non-ASCII raw (serde_json never escapes
-/// U+2028/U+2029, as `JSON.stringify` doesn't), no trailing newline.
+/// U+2028/U+2029, as `JSON.stringify` doesn't), numbers as JavaScript prints them (`1`, not
+/// `1.0`; `0.00000225`, not `2.25e-6`), no trailing newline.
 pub fn encode<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    match serde_json::to_string(value) {
+    match crate::util::to_js_string(value) {
         Ok(s) => s,
         // Serialization of our own types only fails on non-string map keys, which we never build.
         Err(e) => format!(
@@ -171,5 +172,14 @@ mod tests {
     fn encode_keeps_non_ascii_raw() {
         let v = serde_json::json!({"t": "é\u{2028}"});
         assert_eq!(encode(&v), "{\"t\":\"é\u{2028}\"}");
+    }
+
+    #[test]
+    fn encode_prints_numbers_as_javascript_does() {
+        let v = serde_json::json!({"cost": 2.25e-6, "n": 1.0, "big": 1e16, "huge": 1e21, "p": 0.0004215});
+        assert_eq!(
+            encode(&v),
+            r#"{"cost":0.00000225,"n":1,"big":10000000000000000,"huge":1e+21,"p":0.0004215}"#
+        );
     }
 }

@@ -90,8 +90,14 @@ impl Processor {
                 reply(Ok(Some(data)));
             }
             Command::GetMessages => {
-                let messages = self.session.lock().messages.clone();
-                reply(Ok(Some(json!({ "messages": messages }))));
+                // Serialized straight from the state (a deep copy of a long context would cost
+                // several times its text and far more time).
+                let text = {
+                    let s = self.session.lock();
+                    let messages = crate::protocol::framing::encode(&s.messages);
+                    format!("{{\"messages\":{messages}}}")
+                };
+                self.out.response(&Response::ok_raw(id, name, text));
             }
             Command::GetAvailableModels => {
                 let models = self.session.lock().registry.available();
@@ -172,8 +178,16 @@ impl Processor {
                 reply(Ok(Some(data)));
             }
             Command::GetEntries { since } => {
-                let result = self.session.lock().entries_json(since.as_deref());
-                reply(result.map(Some));
+                // The entries' exact stored text, not a re-serialization.
+                let result = self
+                    .session
+                    .lock()
+                    .session
+                    .entries_json_text(since.as_deref());
+                match result {
+                    Ok(text) => self.out.response(&Response::ok_raw(id, name, text)),
+                    Err(e) => reply(Err(e.to_string())),
+                }
             }
             Command::SetSessionName { name } => {
                 let result = self.session.lock().set_session_name(&name);
@@ -243,19 +257,20 @@ impl Processor {
                 s.is_streaming = true;
                 s.run = RunControl::default();
                 drop(s);
-                // The response is the run's first record: it is queued before the agent
-                // thread even sees the job, so it precedes agent_start.
-                reply(Ok(Some(json!({ "disposition": "started" }))));
+                // The agent thread writes the `started` response before `agent_start`.
                 let job = AgentJob::Run {
+                    reply: Some(crate::agent::run::PromptReply(id.clone())),
                     user_message: user_message(&text, &images),
                 };
                 if self.agent.send(job).is_err() {
-                    eprintln!("pi-rpc: the agent thread is gone");
                     self.session.lock().is_streaming = false;
+                    reply(Err("the agent thread is gone".into()));
                 }
             }
             Command::Abort => {
                 let mut s = self.session.lock();
+                // Pending and running `compact`s are cancelled too.
+                let compactions = std::mem::take(&mut s.compaction_cancels);
                 if s.is_streaming {
                     s.run.abort_requested = true;
                     s.run.abort_waiters.push(id.clone());
@@ -263,6 +278,12 @@ impl Processor {
                     drop(s);
                     // Answered by the agent thread after agent_settled.
                     cancel.cancel();
+                    compactions.iter().for_each(|c| c.cancel());
+                } else if s.pending_manual_compactions > 0 {
+                    s.run.abort_waiters.push(id.clone());
+                    drop(s);
+                    // Answered by the agent thread after the compaction's response.
+                    compactions.iter().for_each(|c| c.cancel());
                 } else {
                     drop(s);
                     reply(Ok(None));
@@ -337,14 +358,61 @@ impl Processor {
                     ));
                 }
             }
-            Command::Compact { .. } => {
-                reply(Err(format!("{name} is not available in this build yet")));
-            }
+            Command::Compact {
+                custom_instructions,
+            } => self.compact(id, custom_instructions),
         }
     }
 }
 
 impl Processor {
+    /// `compact`: aborts the active run and any earlier compaction, then hands the compaction to
+    /// the agent thread, which answers once the summary is in (`rpc-protocol.md` §3.6). Prompts
+    /// are refused from now until it is done.
+    fn compact(&self, id: Option<Value>, custom_instructions: Option<String>) {
+        let cancel = crate::cancel::CancelToken::new();
+        let (run_cancel, earlier) = {
+            let mut s = self.session.lock();
+            let run_cancel = if s.is_streaming {
+                s.run.abort_requested = true;
+                Some(s.run.cancel.clone())
+            } else {
+                // Idle: shutdown cancels the run token, so let it reach the compaction too.
+                s.run.cancel = cancel.clone();
+                None
+            };
+            let earlier = std::mem::replace(&mut s.compaction_cancels, vec![cancel.clone()]);
+            s.pending_manual_compactions += 1;
+            s.is_compacting = true;
+            (run_cancel, earlier)
+        };
+        if let Some(c) = run_cancel {
+            c.cancel();
+        }
+        earlier.iter().for_each(|c| c.cancel());
+        let job = AgentJob::Compact {
+            id,
+            custom_instructions,
+            cancel,
+        };
+        if let Err(e) = self.agent.send(job) {
+            let id = match e.into_inner() {
+                AgentJob::Compact { id, .. } => id,
+                _ => None,
+            };
+            {
+                let mut s = self.session.lock();
+                s.pending_manual_compactions = s.pending_manual_compactions.saturating_sub(1);
+                s.is_compacting = s.pending_manual_compactions > 0;
+            }
+            self.out.response(&Response::err(
+                id,
+                "compact",
+                "the agent thread is gone".to_string(),
+            ));
+        }
+    }
+
     /// Aborts the active run (if any) and hands the replacement to the agent thread, which
     /// performs it once the run has settled and answers the command.
     fn replace_session(&self, id: Option<Value>, op: SessionOp) {
@@ -442,7 +510,7 @@ impl Processor {
 }
 
 /// Skill commands and prompt templates expanded (`agent-loop.md` §2, items 4–5).
-fn expand_text(s: &AgentSession, message: &str) -> String {
+pub fn expand_text(s: &AgentSession, message: &str) -> String {
     match crate::resources::skills::expand_skill_command(message, &s.skills) {
         Ok(Some(expanded)) => return expanded,
         Ok(None) => {}

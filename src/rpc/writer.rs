@@ -3,6 +3,8 @@
 //! is the backpressure that keeps memory bounded. A closed stdout ends the process quietly.
 
 use std::io::{ErrorKind, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
@@ -22,6 +24,8 @@ enum OutMsg {
 #[derive(Clone)]
 pub struct Output {
     tx: Sender<OutMsg>,
+    /// Set once shutdown began (stdin EOF): later lines are dropped, as pi writes nothing more.
+    muted: Arc<AtomicBool>,
 }
 
 impl Output {
@@ -42,8 +46,16 @@ impl Output {
 
     /// Writes one already-serialized line (without its newline). Blocks while the channel is full.
     pub fn line(&self, line: String) {
+        if self.muted.load(Ordering::SeqCst) {
+            return;
+        }
         // A send fails only once the writer has stopped (stdout closed); the process is ending.
         let _ = self.tx.send(OutMsg::Line(line));
+    }
+
+    /// Drops every later line (lines already queued are still written).
+    pub fn mute(&self) {
+        self.muted.store(true, Ordering::SeqCst);
     }
 
     /// Waits until everything sent so far is on stdout (or stdout is gone).
@@ -72,7 +84,13 @@ impl Output {
                 }
             }
         });
-        (Output { tx }, line_rx)
+        (
+            Output {
+                tx,
+                muted: Arc::default(),
+            },
+            line_rx,
+        )
     }
 }
 
@@ -90,7 +108,13 @@ pub fn spawn<W: Write + Send + 'static>(sink: W, on_closed: OnClosed) -> (Output
             eprintln!("pi-rpc: cannot start the writer thread: {e}");
             std::process::exit(1);
         });
-    (Output { tx }, handle)
+    (
+        Output {
+            tx,
+            muted: Arc::default(),
+        },
+        handle,
+    )
 }
 
 fn writer_loop<W: Write>(sink: W, rx: Receiver<OutMsg>, on_closed: OnClosed) {

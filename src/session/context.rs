@@ -22,45 +22,82 @@ fn entry_ts_ms(e: &Entry) -> Value {
     util::ms_from_iso(e.timestamp()).map_or(Value::Null, Value::from)
 }
 
-/// Builds the context of `branch` (root first).
-pub fn build_context(branch: &[&Entry]) -> SessionContext {
-    let mut ctx = SessionContext::default();
-    for e in branch {
+/// The model and thinking level the branch records (what [`build_context`] reports beside the
+/// messages).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Selection {
+    /// Latest thinking level on the path (`None` when the path records none).
+    pub thinking_level: Option<String>,
+    /// Latest `(provider, modelId)` from a model_change or an assistant message.
+    pub model: Option<(String, String)>,
+}
+
+/// The branch's [`Selection`], found from the leaf backwards: only the newest model-bearing
+/// entry is parsed, so this stays cheap on a branch of any length (a session switch needs it
+/// before, and apart from, the messages).
+pub fn branch_selection(branch: &[&Entry]) -> Selection {
+    let mut sel = Selection::default();
+    for e in branch.iter().rev() {
+        if sel.thinking_level.is_some() && sel.model.is_some() {
+            break;
+        }
         match e.kind() {
-            "thinking_level_change" => {
-                if let Some(l) = e.get_str("thinkingLevel") {
-                    ctx.thinking_level = Some(l);
-                }
+            "thinking_level_change" if sel.thinking_level.is_none() => {
+                sel.thinking_level = e.get_str("thinkingLevel");
             }
-            "model_change" => {
+            "model_change" if sel.model.is_none() => {
                 if let (Some(p), Some(m)) = (e.get_str("provider"), e.get_str("modelId")) {
-                    ctx.model = Some((p, m));
+                    sel.model = Some((p, m));
                 }
             }
-            "message" if e.message_role() == Some("assistant") => {
+            "message" if sel.model.is_none() && e.message_role() == Some("assistant") => {
                 #[derive(serde::Deserialize)]
                 struct ModelOf {
                     message: ModelFields,
                 }
                 #[derive(serde::Deserialize)]
                 struct ModelFields {
-                    provider: Option<String>,
-                    model: Option<String>,
+                    provider: Option<MaybeString>,
+                    model: Option<MaybeString>,
                 }
                 if let Ok(ModelOf {
                     message:
                         ModelFields {
-                            provider: Some(p),
-                            model: Some(m),
+                            provider: Some(MaybeString(Some(p))),
+                            model: Some(MaybeString(Some(m))),
                         },
                 }) = e.deserialize::<ModelOf>()
                 {
-                    ctx.model = Some((p, m));
+                    sel.model = Some((p, m));
                 }
             }
             _ => {}
         }
     }
+    sel
+}
+
+/// Any JSON value; `Some` when it is a string (a wrong type must not hide the entry's other
+/// fields, as `JSON.parse` + property access would not).
+struct MaybeString(Option<String>);
+
+impl<'de> serde::Deserialize<'de> for MaybeString {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(MaybeString(match Value::deserialize(d)? {
+            Value::String(s) => Some(s),
+            _ => None,
+        }))
+    }
+}
+
+/// Builds the context of `branch` (root first).
+pub fn build_context(branch: &[&Entry]) -> SessionContext {
+    let sel = branch_selection(branch);
+    let mut ctx = SessionContext {
+        messages: Vec::new(),
+        thinking_level: sel.thinking_level,
+        model: sel.model,
+    };
 
     // The projected entries: after the latest compaction, its kept tail.
     let compaction_pos = branch.iter().rposition(|e| e.kind() == "compaction");
@@ -251,5 +288,42 @@ mod tests {
         assert_eq!(ctx.messages[0]["timestamp"], 1767225601000u64);
         assert_eq!(ctx.messages[1]["content"], "hi");
         assert_eq!(ctx.messages.len(), 2);
+    }
+
+    #[test]
+    fn selection_is_the_latest_model_and_level_on_the_branch() {
+        let t = "2026-01-01T00:00:00.000Z";
+        let es = [
+            entry(
+                json!({"type":"thinking_level_change","id":"a","parentId":null,"timestamp":t,"thinkingLevel":"high"}),
+            ),
+            entry(
+                json!({"type":"message","id":"b","parentId":"a","timestamp":t,"message":{"role":"assistant","content":[],"provider":"p1","model":"m1"}}),
+            ),
+            entry(
+                json!({"type":"model_change","id":"c","parentId":"b","timestamp":t,"provider":"p2","modelId":"m2"}),
+            ),
+            entry(
+                json!({"type":"thinking_level_change","id":"d","parentId":"c","timestamp":t,"thinkingLevel":7}),
+            ),
+            entry(
+                json!({"type":"message","id":"e","parentId":"d","timestamp":t,"message":{"role":"assistant","content":[],"provider":3,"model":"m3"}}),
+            ),
+        ];
+        let refs: Vec<&Entry> = es.iter().collect();
+        let sel = branch_selection(&refs);
+        // Non-string values are skipped, as the forward scan of `build_context` always did.
+        assert_eq!(sel.model, Some(("p2".into(), "m2".into())));
+        assert_eq!(sel.thinking_level.as_deref(), Some("high"));
+        assert_eq!(
+            branch_selection(&refs[..2]).model,
+            Some(("p1".into(), "m1".into()))
+        );
+        assert_eq!(branch_selection(&refs[1..2]).thinking_level, None);
+        let ctx = build_context(&refs);
+        assert_eq!(
+            (ctx.model, ctx.thinking_level),
+            (sel.model, sel.thinking_level)
+        );
     }
 }

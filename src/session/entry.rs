@@ -11,6 +11,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::value::{CompactSeed, Scratch};
+
 /// A session entry: `{"type", "id", "parentId", "timestamp", ...}` (custom entries put their
 /// payload first), kept as its compact JSON text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,7 +174,10 @@ impl Entry {
 
     /// The whole entry as a JSON object (parsed now, keys in stored order).
     pub fn to_map(&self) -> Map<String, Value> {
-        serde_json::from_str(&self.raw).unwrap_or_default()
+        match super::value::from_str(&self.raw) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        }
     }
 
     /// The whole entry as a JSON value (parsed now).
@@ -446,9 +451,10 @@ impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut found = None;
+                let mut scratch = Scratch::default();
                 while let Some(hit) = map.next_key_seed(KeyIs(self.0))? {
                     if hit {
-                        found = Some(map.next_value::<Value>()?);
+                        found = Some(map.next_value_seed(CompactSeed(&mut scratch))?);
                     } else {
                         map.next_value::<IgnoredAny>()?;
                     }

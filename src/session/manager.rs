@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use super::context::{build_context, SessionContext};
+use super::context::{branch_selection, build_context, Selection, SessionContext};
 use super::entry::Entry;
 use super::load::{self, LoadError};
 use super::migrate;
@@ -521,6 +521,11 @@ impl SessionManager {
         build_context(&self.branch())
     }
 
+    /// The model and thinking level the active branch records (cheap: no messages are built).
+    pub fn selection(&self) -> Selection {
+        branch_selection(&self.branch())
+    }
+
     /// The name from the latest `session_info` entry (an empty name clears it).
     pub fn session_name(&self) -> Option<String> {
         self.entries
@@ -737,7 +742,8 @@ impl SessionManager {
 
     /// A `compaction` entry (`type, id, parentId, timestamp, summary, firstKeptEntryId,
     /// tokensBefore, details?, usage?, fromHook, systemMessage?`). `first_kept_entry_id = None`
-    /// keeps nothing (the entry's own id).
+    /// keeps nothing (the entry's own id). The `systemMessage` checkpoint gets the entry's time
+    /// as its `timestamp`.
     #[allow(clippy::too_many_arguments)]
     pub fn append_compaction(
         &mut self,
@@ -750,6 +756,7 @@ impl SessionManager {
         system_message: Option<Value>,
     ) -> Result<Entry, SessionError> {
         let id = self.new_id();
+        let timestamp = util::now_iso();
         let mut f = Map::new();
         f.insert("summary".into(), summary.into());
         f.insert(
@@ -764,10 +771,14 @@ impl SessionManager {
             f.insert("usage".into(), u);
         }
         f.insert("fromHook".into(), from_hook.into());
-        if let Some(s) = system_message {
+        if let Some(mut s) = system_message {
+            // The checkpoint is stamped with the compaction's own time (in ms), as pi does.
+            if let (Some(m), Some(ms)) = (s.as_object_mut(), util::ms_from_iso(&timestamp)) {
+                m.insert("timestamp".into(), ms.into());
+            }
             f.insert("systemMessage".into(), s);
         }
-        let entry = Entry::base("compaction", &id, self.leaf.as_deref(), &util::now_iso(), f);
+        let entry = Entry::base("compaction", &id, self.leaf.as_deref(), &timestamp, f);
         self.push_entry(entry.clone())?;
         Ok(entry)
     }

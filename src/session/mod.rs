@@ -8,7 +8,8 @@
 //! - [`tree`]: the `get_tree` forest;
 //! - [`context`]: the LLM context of the active branch;
 //! - [`stats`]: counts and usage totals (`get_session_stats`);
-//! - [`lookup`]: finding session files for the command line (`--session`, `--continue`, …).
+//! - [`lookup`]: finding session files for the command line (`--session`, `--continue`, …);
+//! - [`value`]: JSON parsed into `Value`s with exact-size containers (the context's messages).
 
 pub mod context;
 pub mod entry;
@@ -18,6 +19,7 @@ pub mod manager;
 pub mod migrate;
 pub mod stats;
 pub mod tree;
+pub mod value;
 
 pub use entry::Entry;
 pub use load::LoadError;

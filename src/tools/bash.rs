@@ -93,11 +93,7 @@ pub fn resolve_timeout(timeout: Option<f64>) -> Result<Option<Duration>, String>
 
 /// A number as JavaScript's `String(n)` prints it, for the values that occur here.
 pub fn js_number_string(v: f64) -> String {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e21 {
-        format!("{}", v as i128)
-    } else {
-        format!("{v}")
-    }
+    crate::util::js_number_string(v)
 }
 
 /// `Math.round(ms / 100) / 10`: seconds rounded to one decimal.

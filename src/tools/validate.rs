@@ -92,24 +92,7 @@ fn number_value(f: f64) -> Value {
 
 /// `String(n)` / `Number.prototype.toString()` for a finite or non-finite number.
 pub fn js_number_string(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    if f == 0.0 {
-        return "0".into();
-    }
-    let a = f.abs();
-    if (1e-6..1e21).contains(&a) {
-        return format!("{f}");
-    }
-    let e = format!("{f:e}");
-    match e.split_once('e') {
-        Some((m, exp)) if !exp.starts_with('-') => format!("{m}e+{exp}"),
-        _ => e,
-    }
+    crate::util::js_number_string(f)
 }
 
 fn number_text(v: &Value) -> String {

@@ -4,10 +4,17 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod agent_loop;
+mod compaction;
+mod export_html;
 mod foundation;
 mod llm_anthropic;
 mod llm_google;
+mod llm_live;
 mod llm_openai_completions;
 mod llm_openai_responses;
 mod mock_llm_selftest;
+mod print_modes;
+mod rpc_bash;
+mod session_commands;
 mod sessions;

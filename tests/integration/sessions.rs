@@ -1,12 +1,17 @@
 //! Session files through the library API: real pi 1.6.0 files (`tests/fixtures/`) load with
 //! every entry exactly as stored, files we write load back identically, old versions migrate as
 //! pi migrates them, torn lines are survived, fork/clone/tree/export work on real sessions.
+//! And through the binary: pi's files, and a file pi-rpc wrote that pi then loaded, are opened
+//! with `--session` and continued, with every answer and the next LLM request as pi's were
+//! (`tests/fixtures/pi160_continue.json`).
 
 use std::path::{Path, PathBuf};
 
 use pi_rpc::session::{Entry, SessionError, SessionManager};
 use serde_json::{json, Value};
 
+use super::agent_loop::{agent_for, run_prompt, LONG};
+use crate::support::mock_llm::MockLlm;
 use crate::support::TempDir;
 
 const PI_FIXTURES: &[&str] = &[
@@ -370,5 +375,108 @@ fn export_html_of_a_pi_session() {
         "<summary>System prompt</summary>",
     ] {
         assert!(html.contains(needle), "missing {needle}");
+    }
+}
+
+/// `fixture` copied into `dir` with its header's `cwd` set to `cwd` (pi and pi-rpc refuse a
+/// session whose working directory is gone); the entries are left byte for byte.
+fn copy_fixture_with_cwd(dir: &TempDir, name: &str, cwd: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(fixture(name)).expect("fixture");
+    let (head, rest) = text.split_once('\n').expect("a header line");
+    let mut header = parse(head);
+    header["cwd"] = json!(cwd.to_string_lossy());
+    let to = dir.path().join(name);
+    std::fs::write(&to, format!("{header}\n{rest}")).expect("write copy");
+    to
+}
+
+/// pi-rpc opens each file with `--session`, answers as pi 1.6.0 did for the same file, sends the
+/// same LLM request when the conversation continues, and appends to the file after the old leaf.
+/// The files: three written by pi, and one written by pi-rpc (`pirpc_written.jsonl`: a prompt
+/// with an image, thinking, a bash tool call, an RPC bash, a name) that pi loaded and continued
+/// (the interop check in the other direction, recorded by hand with the reference pi).
+#[test]
+fn session_files_continue_through_the_binary_as_in_pi() {
+    let expected = parse(&std::fs::read_to_string(fixture("pi160_continue.json")).expect("read"));
+    for name in [
+        "pi160_plain_name_image.jsonl",
+        "pi160_tools_bash_thinking.jsonl",
+        "pi160_compaction.jsonl",
+        "pirpc_written.jsonl",
+    ] {
+        let want = &expected[name];
+        let tmp = TempDir::new("sessions-continue");
+        let cwd = tmp.path().join("cwd");
+        std::fs::create_dir_all(&cwd).expect("cwd");
+        let path = copy_fixture_with_cwd(&tmp, name, &cwd);
+        let before = lines(&path);
+        let old_leaf = parse(before.last().unwrap())["id"].clone();
+
+        let mock = MockLlm::start(json!({"replies": [
+            {"blocks": [{"type": "text", "text": "Continued fine."}]}
+        ]}));
+        let mut agent = agent_for(&mock)
+            .no_default_args()
+            .args(["--provider", "mock", "--model", "mock-sonnet", "--session"])
+            .args([path.to_string_lossy().into_owned()])
+            .in_cwd(&cwd)
+            .spawn();
+
+        // get_entries: the file's lines after the header.
+        let file_entries: Vec<Value> = before[1..].iter().map(|l| parse(l)).collect();
+        let entries = agent.request("g0", json!({"type": "get_entries"}));
+        assert_eq!(
+            entries["data"],
+            json!({"entries": file_entries, "leafId": old_leaf}),
+            "{name}"
+        );
+        // What pi answered for the same file.
+        let messages = agent.request("m0", json!({"type": "get_messages"}));
+        assert_eq!(messages["data"], want["get_messages"], "{name}: get_messages");
+        let tree = agent.request("t0", json!({"type": "get_tree"}));
+        assert_eq!(tree["data"], want["get_tree"], "{name}: get_tree");
+        let mut stats = agent.request("s0", json!({"type": "get_session_stats"}))["data"].clone();
+        assert_eq!(stats["sessionFile"], json!(path.to_string_lossy()), "{name}");
+        stats.as_object_mut().unwrap().remove("sessionFile");
+        assert_eq!(stats, want["get_session_stats"], "{name}: get_session_stats");
+        let state = agent.request("st", json!({"type": "get_state"}))["data"].clone();
+        for key in ["thinkingLevel", "sessionId", "sessionName", "messageCount"] {
+            assert_eq!(
+                state.get(key),
+                want["get_state"].get(key),
+                "{name}: get_state {key}"
+            );
+        }
+        assert_eq!(state["model"]["provider"], want["get_state"]["model"]["provider"]);
+        assert_eq!(state["model"]["id"], want["get_state"]["model"]["id"]);
+
+        // Continuing: the LLM sees the same conversation pi sent it.
+        run_prompt(&mut agent, "p1", "Now continue");
+        let request = &mock.wait_requests(1, LONG)[0];
+        assert_eq!(
+            request["body"]["messages"], want["continue_request_messages"],
+            "{name}: the continued conversation sent to the LLM"
+        );
+        // The file: old lines untouched, new entries chained from the old leaf (pi-rpc also
+        // records its own system prompt, which differs from pi's, as a `system` message).
+        let after = lines(&path);
+        assert_eq!(after[..before.len()], before[..], "{name}");
+        let mut parent = old_leaf.clone();
+        let mut roles = Vec::new();
+        for line in &after[before.len()..] {
+            let e = parse(line);
+            assert_eq!(e["parentId"], parent, "{name}: {line}");
+            parent = e["id"].clone();
+            roles.push(e["message"]["role"].as_str().unwrap_or("").to_string());
+        }
+        roles.retain(|r| r != "system");
+        assert_eq!(roles, ["user", "assistant"], "{name}");
+        let entries = agent.request("g1", json!({"type": "get_entries"}));
+        let file_entries: Vec<Value> = after[1..].iter().map(|l| parse(l)).collect();
+        assert_eq!(entries["data"]["entries"], json!(file_entries), "{name}");
+        // And the whole file loads back as written.
+        let sm = SessionManager::open(&path, None, Path::new("/")).unwrap();
+        let raws: Vec<&str> = sm.entries().iter().map(Entry::raw).collect();
+        assert_eq!(raws, after[1..], "{name}");
     }
 }

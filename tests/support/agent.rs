@@ -37,6 +37,7 @@ pub struct AgentBuilder {
     agent_files: Vec<(String, String)>,
     cwd_files: Vec<(String, String)>,
     default_args: bool,
+    cwd: Option<PathBuf>,
 }
 
 impl Default for AgentBuilder {
@@ -49,6 +50,7 @@ impl Default for AgentBuilder {
             agent_files: Vec::new(),
             cwd_files: Vec::new(),
             default_args: true,
+            cwd: None,
         }
     }
 }
@@ -86,9 +88,16 @@ impl AgentBuilder {
         self
     }
 
+    /// Runs in this existing directory instead of a fresh `cwd/` (e.g. another agent's cwd, to
+    /// find its sessions again). The directory is not removed afterwards.
+    pub fn in_cwd(mut self, cwd: &std::path::Path) -> Self {
+        self.cwd = Some(cwd.to_path_buf());
+        self
+    }
+
     pub fn spawn(self) -> Agent {
         let root = TempDir::new("agent");
-        let cwd = root.path().join("cwd");
+        let cwd = self.cwd.clone().unwrap_or_else(|| root.path().join("cwd"));
         let agent_dir = root.path().join("agent");
         let home = root.path().join("home");
         let tmp = root.path().join("tmp");
@@ -105,7 +114,11 @@ impl AgentBuilder {
             root.write(&format!("agent/{rel}"), content);
         }
         for (rel, content) in &self.cwd_files {
-            root.write(&format!("cwd/{rel}"), content);
+            let p = cwd.join(rel);
+            if let Some(parent) = p.parent() {
+                std::fs::create_dir_all(parent).expect("create parent");
+            }
+            std::fs::write(&p, content).expect("write cwd file");
         }
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi-rpc"));
         cmd.arg("--mode").arg("rpc");

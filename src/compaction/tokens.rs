@@ -1,0 +1,129 @@
+//! How big the context is now: the threshold checks and `get_session_stats.contextUsage`.
+
+use serde_json::Value;
+
+use super::estimate::{
+    current_system_message, estimate_context, estimate_tokens, is_usable_assistant,
+};
+use super::projection::{context_edits, projected_entries};
+use crate::session::Entry;
+
+/// The entry of the branch holding the assistant message stamped `timestamp` (searched from
+/// the end; the message is normally one of the last).
+pub fn assistant_entry<'a>(branch: &[&'a Entry], timestamp: u64) -> Option<&'a Entry> {
+    branch.iter().rev().copied().find(|e| {
+        e.message_role() == Some("assistant")
+            && e.get("message")
+                .and_then(|m| m.get("timestamp").and_then(Value::as_u64))
+                == Some(timestamp)
+    })
+}
+
+/// pi's `estimateProjectedContextTokens` for the active branch whose projected messages are
+/// `messages` (the agent's context): the last usage plus what follows it when no context edit
+/// or compaction came after that usage, else a full estimate (the current system message once,
+/// every other message). Only the few entries after the last usage are parsed.
+pub fn context_tokens(branch: &[&Entry], messages: &[Value]) -> u64 {
+    let estimate = estimate_context(messages);
+    if let Some(i) = estimate.last_usage_index {
+        let ts = messages[i].get("timestamp").and_then(Value::as_u64);
+        let usage_index = ts
+            .and_then(|ts| assistant_entry(branch, ts))
+            .and_then(|e| branch.iter().position(|b| std::ptr::eq(*b, e)));
+        let invalidating = branch
+            .iter()
+            .rposition(|e| matches!(e.kind(), "context_edit" | "compaction"));
+        match (usage_index, invalidating) {
+            (Some(u), Some(inv)) if u > inv => return estimate.tokens,
+            (Some(_), None) => return estimate.tokens,
+            _ => {}
+        }
+    }
+    full_estimate(messages)
+}
+
+/// The estimate without any usage: the replayed system message once plus every other message.
+pub fn full_estimate(messages: &[Value]) -> u64 {
+    let system = current_system_message(messages, None);
+    system.as_ref().map_or(0, estimate_tokens)
+        + messages
+            .iter()
+            .filter(|m| m.get("role").and_then(Value::as_str) != Some("system"))
+            .map(estimate_tokens)
+            .sum::<u64>()
+}
+
+/// The latest compaction of the branch, as an index.
+pub fn latest_compaction(branch: &[&Entry]) -> Option<usize> {
+    branch.iter().rposition(|e| e.kind() == "compaction")
+}
+
+/// `contextUsage.tokens` (pi's `getContextUsage`): `None` after a compaction until an assistant
+/// reply with usage follows it (the size is unknown until then).
+pub fn context_usage_tokens(branch: &[&Entry], messages: &[Value]) -> Option<u64> {
+    if let Some(ci) = latest_compaction(branch) {
+        let projected = projected_entries(branch);
+        let edits = context_edits(&projected);
+        let has_usage_after = branch[ci + 1..].iter().any(|e| {
+            e.message_role() == Some("assistant")
+                && !matches!(edits.get(e.id()), Some(Value::Null))
+                && e.message().is_some_and(|m| is_usable_assistant(&m))
+        });
+        if !has_usage_after {
+            return None;
+        }
+    }
+    Some(context_tokens(branch, messages))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TS: &str = "2026-01-01T00:00:00.000Z";
+
+    fn e(v: Value) -> Entry {
+        Entry::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn usage_before_an_edit_is_not_trusted() {
+        let es = [
+            e(
+                json!({"type":"message","id":"u","parentId":null,"timestamp":TS,
+                "message":{"role":"user","content":"12345678","timestamp":1}}),
+            ),
+            e(
+                json!({"type":"message","id":"a","parentId":"u","timestamp":TS,
+                "message":{"role":"assistant","content":[{"type":"text","text":"abcd"}],"stopReason":"stop",
+                "usage":{"totalTokens":500},"timestamp":2}}),
+            ),
+            e(
+                json!({"type":"message","id":"u2","parentId":"a","timestamp":TS,
+                "message":{"role":"user","content":"1234","timestamp":3}}),
+            ),
+        ];
+        let branch: Vec<&Entry> = es.iter().collect();
+        let messages: Vec<Value> = es.iter().map(|x| x.message().unwrap()).collect();
+        assert_eq!(context_tokens(&branch, &messages), 501);
+        assert_eq!(context_usage_tokens(&branch, &messages), Some(501));
+
+        let mut es2 = es.to_vec();
+        es2.push(e(
+            json!({"type":"context_edit","id":"x","parentId":"u2","timestamp":TS,
+            "targetId":"u2","replacement":null}),
+        ));
+        let branch: Vec<&Entry> = es2.iter().collect();
+        // u (2) + a (1); u2 hidden.
+        assert_eq!(context_tokens(&branch, &messages[..2]), 3);
+
+        let mut es3 = es.to_vec();
+        es3.push(e(
+            json!({"type":"compaction","id":"c","parentId":"u2","timestamp":TS,
+            "summary":"S","firstKeptEntryId":"u2","tokensBefore":501}),
+        ));
+        let branch: Vec<&Entry> = es3.iter().collect();
+        assert_eq!(context_usage_tokens(&branch, &[]), None);
+    }
+}

@@ -1,0 +1,1756 @@
+//! The agent loop through the real binary: prompts against the scripted LLM server, the whole
+//! event sequences (`rpc-protocol.md` §6, §11; `agent-loop.md` §1–§6), tool calls and their
+//! error paths, queues, abort, retry, images, and the state commands after a run.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::agent::{mock_models_json, subset_match, AgentBuilder};
+use crate::support::mock_llm::MockLlm;
+use crate::support::Agent;
+
+/// A 4×4 red PNG (the conformance scenarios' `PNG_B64`).
+pub(crate) const PNG_B64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAEElEQVR4nGP4z8AARwzEcQCukw/x0F8jngAAAABJRU5ErkJggg==";
+
+/// How long a test waits for something the binary must do "at once" (generous: CI is slow).
+pub(crate) const LONG: Duration = Duration::from_secs(30);
+
+/// Settings for fast retries.
+pub(crate) fn fast_settings() -> Value {
+    json!({"retry": {"enabled": true, "maxRetries": 3, "baseDelayMs": 1, "maxAgentDelayMs": 500}})
+}
+
+/// An agent (mock-sonnet, `--no-session`) talking to `mock`.
+pub(crate) fn agent_for(mock: &MockLlm) -> AgentBuilder {
+    Agent::builder()
+        .models(Some(mock_models_json(&mock.base_url())))
+        .settings(fast_settings())
+}
+
+/// Sends a prompt and returns every record from its response to `agent_settled`.
+pub(crate) fn run_prompt(agent: &mut Agent, id: &str, message: &str) -> Vec<Value> {
+    run_command(
+        agent,
+        json!({"id": id, "type": "prompt", "message": message}),
+    )
+}
+
+/// Sends a run-starting command and returns every record from then to `agent_settled`.
+pub(crate) fn run_command(agent: &mut Agent, cmd: Value) -> Vec<Value> {
+    let start = agent.records.len();
+    agent.send(cmd);
+    agent.wait_for_timeout(json!({"type": "agent_settled"}), LONG);
+    agent.records[start..].to_vec()
+}
+
+/// The `type` of each record, `message_update`s as `update:<event type>`.
+pub(crate) fn kinds(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| {
+            let t = r["type"].as_str().unwrap_or("?");
+            match t {
+                "message_update" => format!(
+                    "update:{}",
+                    r["assistantMessageEvent"]["type"].as_str().unwrap_or("?")
+                ),
+                "message_start" | "message_end" => {
+                    format!("{t}:{}", r["message"]["role"].as_str().unwrap_or("?"))
+                }
+                "response" => format!("response:{}", r["command"].as_str().unwrap_or("?")),
+                _ => t.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Clock-dependent fields zeroed: numeric `timestamp`, `durationMs`, `wall_time_seconds`;
+/// ISO `timestamp` strings become `<ISO>`.
+pub(crate) fn norm(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let v = match (k.as_str(), v) {
+                        ("timestamp", Value::Number(_)) => json!(0),
+                        ("timestamp", Value::String(_)) => json!("<ISO>"),
+                        ("durationMs" | "wall_time_seconds", Value::Number(_)) => json!(0),
+                        _ => norm(v),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
+        _ => v.clone(),
+    }
+}
+
+/// A request body without Anthropic `cache_control` markers (placement is the adapter's
+/// business, tested with the adapter).
+pub(crate) fn strip_cache(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "cache_control")
+                .map(|(k, v)| (k.clone(), strip_cache(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_cache).collect()),
+        _ => v.clone(),
+    }
+}
+
+/// The `messages` of the n-th logged request, without cache markers.
+pub(crate) fn request_messages(mock: &MockLlm, n: usize) -> Value {
+    let log = mock.wait_requests(n + 1, LONG);
+    strip_cache(&log[n]["body"]["messages"])
+}
+
+/// The first record matching `pattern` and its index.
+pub(crate) fn find(records: &[Value], pattern: Value) -> (usize, Value) {
+    records
+        .iter()
+        .enumerate()
+        .find(|(_, r)| subset_match(&pattern, r))
+        .map(|(i, r)| (i, r.clone()))
+        .unwrap_or_else(|| panic!("no record matching {pattern} in {records:#?}"))
+}
+
+/// Every record matching `pattern`.
+pub(crate) fn find_all(records: &[Value], pattern: Value) -> Vec<Value> {
+    records
+        .iter()
+        .filter(|r| subset_match(&pattern, r))
+        .cloned()
+        .collect()
+}
+
+pub(crate) fn user_msg(text: &str) -> Value {
+    json!({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 0})
+}
+
+pub(crate) fn zero_usage() -> Value {
+    json!({"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,
+           "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}})
+}
+
+/// The mock's default usage (input 10, output 5) as pi reports it.
+pub(crate) fn default_usage() -> Value {
+    json!({"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":15,
+           "cost":{"input":3e-05,"output":7.500000000000001e-05,"cacheRead":0,"cacheWrite":0,
+                   "total":0.000105,"totalFromProvider":false},"cacheWrite1h":0})
+}
+
+/// A final assistant message as pi writes it (normalized), for a mock reply with default usage.
+pub(crate) fn assistant_msg(content: Value, stop: &str, raw_stop: &str, response_n: u32) -> Value {
+    json!({"role":"assistant","content":content,"api":"anthropic-messages","provider":"mock",
+           "model":"mock-sonnet","usage":default_usage(),"stopReason":stop,"timestamp":0,
+           "responseId":format!("msg_mock_{response_n:04}"),"rawStopReason":raw_stop,
+           "durationMs":0,"thinkingLevel":"medium"})
+}
+
+/// `{"status": 529, ...}` and the error text pi builds from it.
+pub(crate) fn overloaded() -> Value {
+    json!({"status": 529, "error_type": "overloaded_error", "error_message": "Overloaded"})
+}
+
+pub(crate) fn overloaded_text(n: u32) -> String {
+    format!(
+        "529 {{\"type\":\"error\",\"error\":{{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}},\"request_id\":\"req_mock_{n:04}\"}}"
+    )
+}
+
+/// A bash command that blocks until the test creates `<cwd>/<flag>`.
+pub(crate) fn wait_for_flag(flag: &str) -> String {
+    format!("while [ ! -e {flag} ]; do sleep 0.02; done; echo released")
+}
+
+pub(crate) fn release(agent: &Agent, flag: &str) {
+    std::fs::write(agent.cwd.join(flag), "").expect("create flag file");
+}
+
+/// Polls `cond` until it holds (state that no event announces, e.g. a file written by a child).
+pub(crate) fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + LONG;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn tool_call(id: &str, name: &str, input: Value) -> Value {
+    json!({"type": "tool_call", "id": id, "name": name, "input": input})
+}
+
+fn text_reply(text: &str) -> Value {
+    json!({"blocks": [{"type": "text", "text": text}]})
+}
+
+// ------------------------------------------------------------------------------ plain reply
+
+#[test]
+fn plain_reply_emits_the_whole_event_sequence() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "text", "text": "Hello there", "chunk_size": 5}]}
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let recs = run_prompt(&mut agent, "p1", "Say hello");
+
+    assert_eq!(
+        kinds(&recs),
+        [
+            "response:prompt",
+            "agent_start",
+            "turn_start",
+            "message_start:system",
+            "message_end:system",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "update:text_start",
+            "update:text_delta",
+            "update:text_delta",
+            "update:text_delta",
+            "update:text_end",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    assert_eq!(
+        recs[0],
+        json!({"id":"p1","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}})
+    );
+    assert_eq!(recs[1], json!({"type": "agent_start"}));
+    assert_eq!(recs[2], json!({"type": "turn_start"}));
+
+    // The system message: full prompt sections and every default tool declared.
+    let system = &recs[3]["message"];
+    assert_eq!(recs[3]["message"], recs[4]["message"]);
+    assert_eq!(system["role"], "system");
+    assert_eq!(system["content"], "");
+    let cwd = agent.cwd.canonicalize().unwrap();
+    assert_eq!(
+        system["sections"]["cwd"],
+        json!(format!("<cwd>\n{}\n</cwd>", cwd.display()))
+    );
+    let tools: Vec<&str> = system["toolsAdded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read", "bash", "edit", "write"]);
+
+    assert_eq!(norm(&recs[5]["message"]), user_msg("Say hello"));
+    assert_eq!(recs[5], recs[6].clone().tap_type("message_start"));
+
+    // The assistant partial, the deltas, the final message.
+    let partial = &recs[7]["message"];
+    assert_eq!(partial["stopReason"], "pending");
+    assert_eq!(partial["role"], "assistant");
+    assert_eq!(partial["timestamp"], recs[13]["message"]["timestamp"]);
+    let events: Vec<Value> = recs[8..13]
+        .iter()
+        .map(|r| r["assistantMessageEvent"].clone())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            json!({"type":"text_start","contentIndex":0}),
+            json!({"type":"text_delta","contentIndex":0,"delta":"Hello"}),
+            json!({"type":"text_delta","contentIndex":0,"delta":" ther"}),
+            json!({"type":"text_delta","contentIndex":0,"delta":"e"}),
+            json!({"type":"text_end","contentIndex":0,"content":"Hello there"}),
+        ]
+    );
+    let assistant = recs[13]["message"].clone();
+    assert_eq!(
+        norm(&assistant),
+        assistant_msg(
+            json!([{"type":"text","text":"Hello there"}]),
+            "stop",
+            "end_turn",
+            1
+        )
+    );
+    assert_eq!(
+        recs[14],
+        json!({"type":"turn_end","message":assistant,"toolResults":[]})
+    );
+    assert_eq!(
+        recs[15],
+        json!({"type":"agent_end","messages":[recs[4]["message"],recs[6]["message"],assistant],"willRetry":false})
+    );
+    assert_eq!(recs[16], json!({"type":"agent_settled","aborted":false}));
+
+    // What the provider received.
+    let log = mock.wait_requests(1, LONG);
+    let body = strip_cache(&log[0]["body"]);
+    assert_eq!(
+        body["messages"],
+        json!([{"role":"user","content":[{"type":"text","text":"Say hello"}]}])
+    );
+    let sent_tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent_tools, ["read", "bash", "edit", "write"]);
+
+    // State after the run.
+    let r = agent.request("t", json!({"type": "get_last_assistant_text"}));
+    assert_eq!(r["data"], json!({"text": "Hello there"}));
+    let r = agent.request("s", json!({"type": "get_session_stats"}));
+    let mut stats = r["data"].clone();
+    assert!(stats["sessionId"].is_string());
+    stats["sessionId"] = json!("<id>");
+    assert_eq!(
+        stats,
+        json!({"sessionId":"<id>","userMessages":1,"assistantMessages":1,"toolCalls":0,
+               "toolResults":0,"totalMessages":3,
+               "tokens":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"total":15},
+               "cost":0.000105,
+               "contextUsage":{"tokens":15,"contextWindow":200000,"percent":0.0075}})
+    );
+    let r = agent.request("st", json!({"type": "get_state"}));
+    assert_eq!(r["data"]["isStreaming"], false);
+    assert_eq!(r["data"]["messageCount"], 3);
+    let r = agent.request("m", json!({"type": "get_messages"}));
+    assert_eq!(
+        r["data"]["messages"],
+        json!([recs[4]["message"], recs[6]["message"], assistant])
+    );
+}
+
+/// `message_start` and `message_end` of a non-assistant message carry the same payload.
+trait TapType {
+    fn tap_type(self, t: &str) -> Value;
+}
+impl TapType for Value {
+    fn tap_type(mut self, t: &str) -> Value {
+        self["type"] = json!(t);
+        self
+    }
+}
+
+#[test]
+fn second_prompt_has_no_system_message_and_sends_the_history() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("One"), text_reply("Two")]}));
+    let mut agent = agent_for(&mock).spawn();
+    run_prompt(&mut agent, "p1", "first");
+    let recs = run_prompt(&mut agent, "p2", "second");
+    assert_eq!(
+        kinds(&recs),
+        [
+            "response:prompt",
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "update:text_start",
+            "update:text_delta",
+            "update:text_end",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    let (_, end) = find(&recs, json!({"type": "agent_end"}));
+    assert_eq!(end["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        request_messages(&mock, 1),
+        json!([
+            {"role":"user","content":[{"type":"text","text":"first"}]},
+            {"role":"assistant","content":[{"type":"text","text":"One"}]},
+            {"role":"user","content":[{"type":"text","text":"second"}]}
+        ])
+    );
+}
+
+// ------------------------------------------------------------------------------ tools
+
+#[test]
+fn bash_tool_turn_and_the_tool_result_in_the_next_request() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "text", "text": "Running it."},
+                    {"type": "tool_call", "id": "toolu_1", "name": "bash", "input": {"command": "echo hi"}}]},
+        text_reply("It printed hi.")
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let recs = run_prompt(&mut agent, "p1", "Run echo hi");
+
+    let (i_end1, end1) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"assistant"}}),
+    );
+    let first = end1["message"].clone();
+    assert_eq!(
+        norm(&first),
+        assistant_msg(
+            json!([{"type":"text","text":"Running it."},
+                   {"type":"toolCall","id":"toolu_1","name":"bash","arguments":{"command":"echo hi"}}]),
+            "toolUse",
+            "tool_use",
+            1
+        )
+    );
+    let (_, tc_start) = find(
+        &recs,
+        json!({"type":"message_update","assistantMessageEvent":{"type":"toolcall_start"}}),
+    );
+    assert_eq!(
+        tc_start["assistantMessageEvent"],
+        json!({"type":"toolcall_start","contentIndex":1,"id":"toolu_1","toolName":"bash"})
+    );
+    let (_, tc_end) = find(
+        &recs,
+        json!({"type":"message_update","assistantMessageEvent":{"type":"toolcall_end"}}),
+    );
+    assert_eq!(
+        tc_end["assistantMessageEvent"],
+        json!({"type":"toolcall_end","contentIndex":1,"toolCall":
+               {"type":"toolCall","id":"toolu_1","name":"bash","arguments":{"command":"echo hi"}}})
+    );
+
+    // Tool execution: start, updates (first one empty), end; then the toolResult message.
+    let rest = &recs[i_end1 + 1..];
+    assert_eq!(
+        rest[0],
+        json!({"type":"tool_execution_start","toolCallId":"toolu_1","toolName":"bash","args":{"command":"echo hi"}})
+    );
+    assert_eq!(
+        rest[1],
+        json!({"type":"tool_execution_update","toolCallId":"toolu_1","toolName":"bash",
+               "args":{"command":"echo hi"},"partialResult":{"content":[]}})
+    );
+    let (i_tend, tend) = find(rest, json!({"type": "tool_execution_end"}));
+    assert!(rest[2..i_tend]
+        .iter()
+        .all(|r| r["type"] == "tool_execution_update"));
+    assert!(tend["durationMs"].is_u64(), "{tend}");
+    assert_eq!(
+        norm(&tend),
+        json!({"type":"tool_execution_end","toolCallId":"toolu_1","toolName":"bash",
+               "result":{"content":[{"type":"text","text":"hi\n"}],
+                         "structuredContent":{"output":"hi\n","truncated":false,"exit_code":0,"wall_time_seconds":0}},
+               "isError":false,"durationMs":0})
+    );
+    let tool_result = rest[i_tend + 1]["message"].clone();
+    assert_eq!(rest[i_tend + 1]["type"], "message_start");
+    assert_eq!(
+        rest[i_tend + 2],
+        json!({"type":"message_end","message":tool_result})
+    );
+    assert_eq!(
+        norm(&tool_result),
+        json!({"role":"toolResult","toolCallId":"toolu_1","toolName":"bash",
+               "content":[{"type":"text","text":"hi\n"}],"isError":false,"durationMs":0,"timestamp":0})
+    );
+    assert_eq!(
+        rest[i_tend + 3],
+        json!({"type":"turn_end","message":first,"toolResults":[tool_result]})
+    );
+    assert_eq!(rest[i_tend + 4], json!({"type": "turn_start"}));
+
+    let n = recs.len();
+    let second = recs[n - 4]["message"].clone();
+    assert_eq!(recs[n - 4]["type"], "message_end");
+    assert_eq!(
+        norm(&second),
+        assistant_msg(
+            json!([{"type":"text","text":"It printed hi."}]),
+            "stop",
+            "end_turn",
+            2
+        )
+    );
+    assert_eq!(
+        recs[n - 3],
+        json!({"type":"turn_end","message":second,"toolResults":[]})
+    );
+    let (_, end) = find(&recs, json!({"type": "agent_end"}));
+    let roles: Vec<&str> = end["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "toolResult", "assistant"]
+    );
+    assert_eq!(end["messages"][3], tool_result);
+    assert_eq!(recs[n - 1], json!({"type":"agent_settled","aborted":false}));
+
+    assert_eq!(
+        request_messages(&mock, 1),
+        json!([
+            {"role":"user","content":[{"type":"text","text":"Run echo hi"}]},
+            {"role":"assistant","content":[{"type":"text","text":"Running it."},
+                {"type":"tool_use","id":"toolu_1","name":"bash","input":{"command":"echo hi"}}]},
+            {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"hi\n","is_error":false}]}
+        ])
+    );
+    let r = agent.request("s", json!({"type": "get_session_stats"}));
+    assert_eq!(r["data"]["toolCalls"], 1);
+    assert_eq!(r["data"]["toolResults"], 1);
+    assert_eq!(r["data"]["assistantMessages"], 2);
+}
+
+#[test]
+fn bash_tool_non_zero_exit_is_an_error_result() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("t1", "bash", json!({"command": "echo out; echo err >&2; exit 3"}))]},
+        text_reply("done")
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let recs = run_prompt(&mut agent, "p1", "fail please");
+    let (_, end) = find(&recs, json!({"type": "tool_execution_end"}));
+    assert_eq!(end["isError"], true);
+    assert_eq!(
+        end["result"]["content"],
+        json!([{"type":"text","text":"out\nerr\n\n\nCommand exited with code 3"}])
+    );
+    assert_eq!(
+        norm(&end["result"]["structuredContent"]),
+        json!({"output":"out\nerr\n","truncated":false,"exit_code":3,"wall_time_seconds":0})
+    );
+    let (_, tr) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"toolResult"}}),
+    );
+    assert_eq!(tr["message"]["isError"], true);
+}
+
+#[test]
+fn file_tools_success_and_error_paths_in_one_parallel_batch() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [
+            tool_call("t_write", "write", json!({"path": "sub/dir/new.txt", "content": "alpha\nbeta\n"})),
+            tool_call("t_read", "read", json!({"path": "notes.txt"})),
+            tool_call("t_missing", "read", json!({"path": "missing.txt"})),
+            tool_call("t_edit", "edit", json!({"path": "edit_me.txt", "edits": [{"oldText": "two", "newText": "TWO"}]})),
+            tool_call("t_nomatch", "edit", json!({"path": "other.txt", "edits": [{"oldText": "zzz", "newText": "x"}]})),
+        ]},
+        text_reply("All done.")
+    ]}));
+    let mut agent = agent_for(&mock)
+        .cwd_file("notes.txt", "line one\nline two\n")
+        .cwd_file("edit_me.txt", "one\ntwo\nthree\n")
+        .cwd_file("other.txt", "abc\n")
+        .spawn();
+    let recs = run_prompt(&mut agent, "p1", "Use the file tools");
+    let cwd = agent.cwd.canonicalize().unwrap();
+
+    // All starts in call order before any end; the toolResult messages in call order.
+    let ids = ["t_write", "t_read", "t_missing", "t_edit", "t_nomatch"];
+    let starts: Vec<usize> = ids
+        .iter()
+        .map(|id| {
+            find(
+                &recs,
+                json!({"type":"tool_execution_start","toolCallId":id}),
+            )
+            .0
+        })
+        .collect();
+    let ends: Vec<usize> = ids
+        .iter()
+        .map(|id| find(&recs, json!({"type":"tool_execution_end","toolCallId":id})).0)
+        .collect();
+    assert!(starts.windows(2).all(|w| w[0] < w[1]));
+    assert!(starts.iter().max() < ends.iter().min());
+    let results: Vec<Value> = find_all(
+        &recs,
+        json!({"type":"message_end","message":{"role":"toolResult"}}),
+    )
+    .into_iter()
+    .map(|r| norm(&r["message"]))
+    .collect();
+    let result_ids: Vec<&str> = results
+        .iter()
+        .map(|m| m["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(result_ids, ids);
+    let i_last_end = *ends.iter().max().unwrap();
+    let (i_first_result, _) = find(
+        &recs,
+        json!({"type":"message_start","message":{"role":"toolResult"}}),
+    );
+    assert!(i_last_end < i_first_result, "results follow every end");
+
+    let end = |id: &str| norm(&find(&recs, json!({"type":"tool_execution_end","toolCallId":id})).1);
+    assert_eq!(
+        end("t_write"),
+        json!({"type":"tool_execution_end","toolCallId":"t_write","toolName":"write",
+               "result":{"content":[{"type":"text","text":"Successfully wrote to sub/dir/new.txt"}]},
+               "isError":false,"durationMs":0})
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("sub/dir/new.txt")).unwrap(),
+        "alpha\nbeta\n"
+    );
+    assert_eq!(
+        end("t_read"),
+        json!({"type":"tool_execution_end","toolCallId":"t_read","toolName":"read",
+               "result":{"content":[{"type":"text","text":"line one\nline two\n"}],
+                         "structuredContent":"line one\nline two\n"},
+               "isError":false,"durationMs":0})
+    );
+    assert_eq!(
+        end("t_missing"),
+        json!({"type":"tool_execution_end","toolCallId":"t_missing","toolName":"read",
+               "result":{"content":[{"type":"text","text":format!("ENOENT: no such file or directory, access '{}/missing.txt'", cwd.display())}],
+                         "details":{}},
+               "isError":true,"durationMs":0})
+    );
+    assert_eq!(
+        end("t_edit"),
+        json!({"type":"tool_execution_end","toolCallId":"t_edit","toolName":"edit",
+               "result":{"content":[{"type":"text","text":"Successfully replaced 1 block(s) in edit_me.txt."}],
+                         "details":{"diff":" 1 one\n-2 two\n+2 TWO\n 3 three",
+                                    "patch":"--- edit_me.txt\n+++ edit_me.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n",
+                                    "firstChangedLine":2}},
+               "isError":false,"durationMs":0})
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("edit_me.txt")).unwrap(),
+        "one\nTWO\nthree\n"
+    );
+    assert_eq!(
+        end("t_nomatch"),
+        json!({"type":"tool_execution_end","toolCallId":"t_nomatch","toolName":"edit",
+               "result":{"content":[{"type":"text","text":"Could not find the exact text in other.txt. The old text must match exactly including all whitespace and newlines."}],
+                         "details":{}},
+               "isError":true,"durationMs":0})
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("other.txt")).unwrap(),
+        "abc\n"
+    );
+
+    // The toolResult messages: details kept, structuredContent not stored.
+    assert_eq!(
+        results[2],
+        json!({"role":"toolResult","toolCallId":"t_missing","toolName":"read",
+               "content":[{"type":"text","text":format!("ENOENT: no such file or directory, access '{}/missing.txt'", cwd.display())}],
+               "details":{},"isError":true,"durationMs":0,"timestamp":0})
+    );
+    assert_eq!(
+        results[1],
+        json!({"role":"toolResult","toolCallId":"t_read","toolName":"read",
+               "content":[{"type":"text","text":"line one\nline two\n"}],"isError":false,"durationMs":0,"timestamp":0})
+    );
+
+    // All five results go back in one user message, in call order.
+    let sent = request_messages(&mock, 1);
+    let blocks = sent[2]["content"].as_array().unwrap();
+    let sent_ids: Vec<&str> = blocks
+        .iter()
+        .map(|b| b["tool_use_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent_ids, ids);
+    let errors: Vec<bool> = blocks
+        .iter()
+        .map(|b| b["is_error"].as_bool().unwrap())
+        .collect();
+    assert_eq!(errors, [false, false, true, false, true]);
+}
+
+#[test]
+fn unknown_tool_and_invalid_arguments_fail_without_running() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [
+            tool_call("t1", "nope", json!({"x": 1})),
+            tool_call("t2", "bash", json!({"cmd": "touch should_not_exist"})),
+            tool_call("t3", "read", json!({"path": 5, "limit": "x"})),
+        ]},
+        text_reply("ok")
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let recs = run_prompt(&mut agent, "p1", "go");
+    let ends = find_all(&recs, json!({"type": "tool_execution_end"}));
+    assert_eq!(
+        ends,
+        [
+            json!({"type":"tool_execution_end","toolCallId":"t1","toolName":"nope",
+                   "result":{"content":[{"type":"text","text":"Tool nope not found"}],"details":{}},"isError":true}),
+            json!({"type":"tool_execution_end","toolCallId":"t2","toolName":"bash",
+                   "result":{"content":[{"type":"text","text":"Validation failed for tool \"bash\":\n  - command: missing\n\nReceived arguments:\n{\n  \"cmd\": \"touch should_not_exist\"\n}"}],"details":{}},"isError":true}),
+            json!({"type":"tool_execution_end","toolCallId":"t3","toolName":"read",
+                   "result":{"content":[{"type":"text","text":"Validation failed for tool \"read\":\n  - limit: expected number, got string\n\nReceived arguments:\n{\n  \"path\": 5,\n  \"limit\": \"x\"\n}"}],"details":{}},"isError":true}),
+        ]
+    );
+    assert!(!agent.cwd.join("should_not_exist").exists());
+    // No durationMs on the messages of calls that did not run.
+    let results = find_all(
+        &recs,
+        json!({"type":"message_end","message":{"role":"toolResult"}}),
+    );
+    assert_eq!(
+        norm(&results[0]["message"]),
+        json!({"role":"toolResult","toolCallId":"t1","toolName":"nope",
+               "content":[{"type":"text","text":"Tool nope not found"}],"details":{},"isError":true,"timestamp":0})
+    );
+    assert!(results
+        .iter()
+        .all(|r| r["message"].get("durationMs").is_none()));
+    assert!(recs.iter().all(|r| r["type"] != "tool_execution_update"));
+    // The run goes on to the next turn.
+    assert_eq!(mock.wait_requests(2, LONG).len(), 2);
+    assert_eq!(
+        recs.last().unwrap(),
+        &json!({"type":"agent_settled","aborted":false})
+    );
+}
+
+// ------------------------------------------------------------------------------ queues
+
+/// Starts a run (its first reply must be [`blocked_tool_reply`]) and waits until the tool runs.
+fn start_blocked_run(agent: &mut Agent) {
+    let r = agent.request("p1", json!({"type": "prompt", "message": "start"}));
+    assert_eq!(r["data"], json!({"disposition": "started"}));
+    agent.wait_for_timeout(json!({"type": "tool_execution_start"}), LONG);
+}
+
+fn blocked_tool_reply(flag: &str) -> Value {
+    json!({"blocks": [tool_call("toolu_wait", "bash", json!({"command": wait_for_flag(flag)}))]})
+}
+
+/// The records of the current run from the record at `from` to `agent_settled`.
+fn finish_run(agent: &mut Agent, from: usize) -> Vec<Value> {
+    agent.wait_for_timeout(json!({"type": "agent_settled"}), LONG);
+    agent.records[from..].to_vec()
+}
+
+/// The user texts and queue_updates after the tool turn's `turn_end`, in order.
+fn deliveries(recs: &[Value]) -> Vec<Value> {
+    recs.iter()
+        .filter_map(|r| match r["type"].as_str() {
+            Some("queue_update") => Some(json!({"queue": [r["steering"], r["followUp"]]})),
+            Some("message_start") if r["message"]["role"] == "user" => {
+                Some(json!({"user": r["message"]["content"][0]["text"]}))
+            }
+            Some("message_start") if r["message"]["role"] == "assistant" => {
+                Some(json!("assistant"))
+            }
+            Some("turn_start") => Some(json!("turn_start")),
+            Some("agent_start") => Some(json!("agent_start")),
+            Some("agent_end") => Some(json!("agent_end")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn steer_and_follow_up_in_all_mode_and_prompt_while_streaming() {
+    let mock = MockLlm::start(json!({"replies": [
+        blocked_tool_reply("go"),
+        text_reply("after steering"),
+        text_reply("after follow-ups"),
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    for (id, t) in [("sm", "set_steering_mode"), ("fm", "set_follow_up_mode")] {
+        let r = agent.request(id, json!({"type": t, "mode": "all"}));
+        assert_eq!(r["success"], true, "{r}");
+    }
+    let from = agent.records.len();
+    start_blocked_run(&mut agent);
+
+    let r = agent.request("p2", json!({"type": "prompt", "message": "no behavior"}));
+    assert_eq!(
+        r,
+        json!({"id":"p2","type":"response","command":"prompt","success":false,
+               "error":"Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."})
+    );
+    let r = agent.request("s1", json!({"type": "steer", "message": "steer one"}));
+    assert_eq!(r["data"], json!({"disposition": "queued"}));
+    let r = agent.request(
+        "s2",
+        json!({"type": "prompt", "message": "steer two", "streamingBehavior": "steer"}),
+    );
+    assert_eq!(r["data"], json!({"disposition": "queued"}));
+    let r = agent.request("f1", json!({"type": "follow_up", "message": "follow one"}));
+    assert_eq!(r["data"], json!({"disposition": "queued"}));
+    let r = agent.request(
+        "f2",
+        json!({"type": "prompt", "message": "follow two", "streamingBehavior": "followUp"}),
+    );
+    assert_eq!(
+        r,
+        json!({"id":"f2","type":"response","command":"prompt","success":true,"data":{"disposition":"queued"}})
+    );
+    // Each enqueue's queue_update comes right before its response.
+    let recs = agent.records[from..].to_vec();
+    for (id, steering, follow) in [
+        ("s1", json!(["steer one"]), json!([])),
+        ("s2", json!(["steer one", "steer two"]), json!([])),
+        (
+            "f1",
+            json!(["steer one", "steer two"]),
+            json!(["follow one"]),
+        ),
+        (
+            "f2",
+            json!(["steer one", "steer two"]),
+            json!(["follow one", "follow two"]),
+        ),
+    ] {
+        let (i, _) = find(&recs, json!({"type": "response", "id": id}));
+        assert_eq!(
+            recs[i - 1],
+            json!({"type":"queue_update","steering":steering,"followUp":follow})
+        );
+    }
+    let r = agent.request("st", json!({"type": "get_state"}));
+    assert_eq!(r["data"]["pendingMessageCount"], 4);
+
+    release(&agent, "go");
+    let recs = finish_run(&mut agent, from);
+    let (i_turn_end, _) = find(&recs, json!({"type": "turn_end"}));
+    assert_eq!(
+        deliveries(&recs[i_turn_end..]),
+        [
+            json!("turn_start"),
+            json!({"queue": [["steer two"], ["follow one", "follow two"]]}),
+            json!({"user": "steer one"}),
+            json!({"queue": [[], ["follow one", "follow two"]]}),
+            json!({"user": "steer two"}),
+            json!("assistant"),
+            json!("turn_start"),
+            json!({"queue": [[], ["follow two"]]}),
+            json!({"user": "follow one"}),
+            json!({"queue": [[], []]}),
+            json!({"user": "follow two"}),
+            json!("assistant"),
+            json!("agent_end"),
+        ]
+    );
+    assert_eq!(find_all(&recs, json!({"type": "agent_start"})).len(), 1);
+    assert_eq!(
+        recs.last().unwrap(),
+        &json!({"type":"agent_settled","aborted":false})
+    );
+    let texts = |n: usize| -> Vec<Value> {
+        request_messages(&mock, n)
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| {
+                m["content"][0]
+                    .get("text")
+                    .cloned()
+                    .unwrap_or(json!("<tool_result>"))
+            })
+            .collect()
+    };
+    assert_eq!(
+        texts(1),
+        [
+            json!("start"),
+            json!("<tool_result>"),
+            json!("steer one"),
+            json!("steer two")
+        ]
+    );
+    assert_eq!(
+        texts(2),
+        [
+            json!("start"),
+            json!("<tool_result>"),
+            json!("steer one"),
+            json!("steer two"),
+            json!("follow one"),
+            json!("follow two")
+        ]
+    );
+    assert_eq!(mock.requests().len(), 3);
+    // Queued messages keep the time they were queued: before the tool finished.
+    let (_, steer_msg) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"user","content":[{"type":"text","text":"steer one"}]}}),
+    );
+    let (_, tool_end) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"toolResult"}}),
+    );
+    assert!(
+        steer_msg["message"]["timestamp"].as_u64() <= tool_end["message"]["timestamp"].as_u64()
+    );
+}
+
+#[test]
+fn steer_and_follow_up_one_at_a_time() {
+    let mock = MockLlm::start(json!({"replies": [
+        blocked_tool_reply("go"),
+        text_reply("r1"),
+        text_reply("r2"),
+        text_reply("r3"),
+        text_reply("r4"),
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    for (id, t) in [("sm", "set_steering_mode"), ("fm", "set_follow_up_mode")] {
+        let r = agent.request(id, json!({"type": t, "mode": "one-at-a-time"}));
+        assert_eq!(r["success"], true, "{r}");
+    }
+    let from = agent.records.len();
+    start_blocked_run(&mut agent);
+    agent.request("s1", json!({"type": "steer", "message": "s1"}));
+    agent.request("s2", json!({"type": "steer", "message": "s2"}));
+    agent.request("f1", json!({"type": "follow_up", "message": "f1"}));
+    agent.request(
+        "f2",
+        json!({"type": "prompt", "message": "f2", "streamingBehavior": "followUp"}),
+    );
+    release(&agent, "go");
+    let recs = finish_run(&mut agent, from);
+    let (i_turn_end, _) = find(&recs, json!({"type": "turn_end"}));
+    assert_eq!(
+        deliveries(&recs[i_turn_end..]),
+        [
+            json!("turn_start"),
+            json!({"queue": [["s2"], ["f1", "f2"]]}),
+            json!({"user": "s1"}),
+            json!("assistant"),
+            json!("turn_start"),
+            json!({"queue": [[], ["f1", "f2"]]}),
+            json!({"user": "s2"}),
+            json!("assistant"),
+            json!("turn_start"),
+            json!({"queue": [[], ["f2"]]}),
+            json!({"user": "f1"}),
+            json!("assistant"),
+            json!("turn_start"),
+            json!({"queue": [[], []]}),
+            json!({"user": "f2"}),
+            json!("assistant"),
+            json!("agent_end"),
+        ]
+    );
+    assert_eq!(mock.requests().len(), 5);
+    assert_eq!(find_all(&recs, json!({"type": "agent_start"})).len(), 1);
+    let (_, end) = find(&recs, json!({"type": "agent_end"}));
+    assert_eq!(end["messages"].as_array().unwrap().len(), 12);
+}
+
+#[test]
+fn messages_queued_while_idle_are_taken_by_the_next_run() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("a1"), text_reply("a2")]}));
+    let mut agent = agent_for(&mock).spawn();
+    agent.request("s", json!({"type": "steer", "message": "idle steer"}));
+    agent.request("f", json!({"type": "follow_up", "message": "idle follow"}));
+    let recs = run_prompt(&mut agent, "p", "the prompt");
+    assert_eq!(
+        deliveries(&recs),
+        [
+            json!("agent_start"),
+            json!("turn_start"),
+            json!({"user": "the prompt"}),
+            json!({"queue": [[], ["idle follow"]]}),
+            json!({"user": "idle steer"}),
+            json!("assistant"),
+            json!("turn_start"),
+            json!({"queue": [[], []]}),
+            json!({"user": "idle follow"}),
+            json!("assistant"),
+            json!("agent_end"),
+        ]
+    );
+}
+
+#[test]
+fn clear_queue_mid_run_drops_the_queued_messages() {
+    let mock = MockLlm::start(json!({"replies": [
+        blocked_tool_reply("go"),
+        text_reply("done"),
+        text_reply("must not be requested"),
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let from = agent.records.len();
+    start_blocked_run(&mut agent);
+    agent.request("s1", json!({"type": "steer", "message": "steer me"}));
+    agent.request("f1", json!({"type": "follow_up", "message": "follow me"}));
+    let r = agent.request("c", json!({"type": "clear_queue"}));
+    assert_eq!(
+        r,
+        json!({"id":"c","type":"response","command":"clear_queue","success":true,
+               "data":{"steering":["steer me"],"followUp":["follow me"]}})
+    );
+    let recs = agent.records[from..].to_vec();
+    let (i, _) = find(&recs, json!({"type": "response", "id": "c"}));
+    assert_eq!(
+        recs[i - 1],
+        json!({"type":"queue_update","steering":[],"followUp":[]})
+    );
+    release(&agent, "go");
+    let recs = finish_run(&mut agent, from);
+    let (_, end) = find(&recs, json!({"type": "agent_end"}));
+    let roles: Vec<&str> = end["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "toolResult", "assistant"]
+    );
+    assert_eq!(mock.requests().len(), 2);
+    let r = agent.request("st", json!({"type": "get_state"}));
+    assert_eq!(r["data"]["pendingMessageCount"], 0);
+}
+
+// ------------------------------------------------------------------------------ abort
+
+#[test]
+fn abort_mid_stream_keeps_the_partial_text_and_answers_after_settling() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "text", "text": "Partial answer before the hang"}],
+         "hang": true, "hang_after_blocks": 1}
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let from = agent.records.len();
+    agent.send(json!({"id": "p1", "type": "prompt", "message": "hang please"}));
+    agent.wait_for_timeout(
+        json!({"type":"message_update","assistantMessageEvent":{"type":"text_end"}}),
+        LONG,
+    );
+    agent.send(json!({"id": "ab", "type": "abort"}));
+    agent.response("ab");
+    let recs = agent.records[from..].to_vec();
+    let n = recs.len();
+    assert_eq!(
+        kinds(&recs[n - 6..]),
+        [
+            "update:text_end",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+            "response:abort"
+        ]
+    );
+    let msg = recs[n - 5]["message"].clone();
+    let error = msg["errorMessage"].as_str().unwrap().to_string();
+    assert!(
+        error == "Request was aborted" || error == "This operation was aborted",
+        "{error}"
+    );
+    let expected = json!({"role":"assistant","content":[{"type":"text","text":"Partial answer before the hang"}],
+        "api":"anthropic-messages","provider":"mock","model":"mock-sonnet","usage":msg["usage"],
+        "stopReason":"aborted","timestamp":0,"responseId":"msg_mock_0001","errorMessage":error,
+        "durationMs":0,"thinkingLevel":"medium"});
+    assert_eq!(norm(&msg), expected);
+    assert_eq!(
+        recs[n - 4],
+        json!({"type":"turn_end","message":msg,"toolResults":[]})
+    );
+    assert_eq!(recs[n - 3]["willRetry"], false);
+    assert_eq!(recs[n - 2], json!({"type":"agent_settled","aborted":true}));
+    assert_eq!(
+        recs[n - 1],
+        json!({"id":"ab","type":"response","command":"abort","success":true})
+    );
+    // The connection to the provider was dropped.
+    eventually("the provider connection to close", || {
+        mock.active_connections() == 0
+    });
+    let r = agent.request("t", json!({"type": "get_last_assistant_text"}));
+    assert_eq!(r["data"], json!({"text": "Partial answer before the hang"}));
+    let r = agent.request("st", json!({"type": "get_state"}));
+    assert_eq!(r["data"]["isStreaming"], false);
+    // Abort while idle: answered at once, nothing else.
+    let before = agent.records.len();
+    let r = agent.request("ab2", json!({"type": "abort"}));
+    assert_eq!(r["success"], true);
+    assert_eq!(agent.records.len(), before + 1);
+}
+
+/// True while the process group exists (`kill -0 -PGID` succeeds).
+pub(crate) fn group_alive(pgid: u32) -> bool {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("kill -0 -- -{pgid} 2>/dev/null"))
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// The process group of `pid` (field 5 of `/proc/<pid>/stat`).
+pub(crate) fn pgid_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split(' ').nth(2)?.parse().ok()
+}
+
+pub(crate) fn read_pid(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[test]
+fn abort_mid_tool_kills_the_process_group_at_once() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("toolu_s", "bash", json!({"command": "echo $$ > pid.txt; echo ready; sleep 30; echo never"}))]},
+        text_reply("must not be requested")
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let from = agent.records.len();
+    agent.send(json!({"id": "p1", "type": "prompt", "message": "sleep"}));
+    agent.wait_for_timeout(json!({"type": "tool_execution_start"}), LONG);
+    let pid_file = agent.cwd.join("pid.txt");
+    eventually("the tool to write its pid", || {
+        read_pid(&pid_file).is_some()
+    });
+    let pid = read_pid(&pid_file).unwrap();
+    let pgid = pgid_of(pid).expect("the shell is running");
+    assert_eq!(pgid, pid, "the tool's shell leads its own process group");
+    assert_ne!(pgid_of(agent.pid()), Some(pgid));
+    // Wait until the output was seen, so the abort text is deterministic.
+    let deadline = Instant::now() + LONG;
+    loop {
+        let r = agent.wait_for_timeout(json!({"type": "tool_execution_update"}), LONG);
+        if r["partialResult"]["content"] == json!([{"type":"text","text":"ready\n"}]) {
+            break;
+        }
+        assert!(Instant::now() < deadline);
+    }
+
+    agent.send(json!({"id": "ab", "type": "abort"}));
+    agent.response("ab");
+    assert!(
+        !group_alive(pgid),
+        "process group {pgid} survived the abort"
+    );
+    let recs = agent.records[from..].to_vec();
+    let (i_end, tend) = find(&recs, json!({"type": "tool_execution_end"}));
+    assert_eq!(
+        norm(&tend),
+        json!({"type":"tool_execution_end","toolCallId":"toolu_s","toolName":"bash",
+               "result":{"content":[{"type":"text","text":"ready\n\n\nCommand aborted"}],"details":{}},
+               "isError":true,"durationMs":0})
+    );
+    let tail = &recs[i_end + 1..];
+    assert_eq!(
+        kinds(tail),
+        [
+            "message_start:toolResult",
+            "message_end:toolResult",
+            "turn_end",
+            "turn_start",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+            "response:abort"
+        ]
+    );
+    // The synthetic aborted turn: no request is sent for it.
+    let synthetic = tail[5]["message"].clone();
+    assert_eq!(tail[4]["message"], synthetic);
+    assert_eq!(
+        norm(&synthetic),
+        json!({"role":"assistant","content":[],"api":"anthropic-messages","provider":"mock",
+               "model":"mock-sonnet","usage":zero_usage(),"stopReason":"aborted",
+               "errorMessage":"This operation was aborted","timestamp":0,"durationMs":0,
+               "thinkingLevel":"medium"})
+    );
+    assert_eq!(tail[7]["willRetry"], false);
+    assert_eq!(tail[8], json!({"type":"agent_settled","aborted":true}));
+    assert_eq!(mock.requests().len(), 1);
+}
+
+// ------------------------------------------------------------------------------ retry
+
+#[test]
+fn retry_then_success() {
+    let mock = MockLlm::start(json!({"replies": [overloaded(), text_reply("Recovered.")]}));
+    let mut agent = agent_for(&mock).spawn();
+    let recs = run_prompt(&mut agent, "p1", "Please answer");
+    assert_eq!(
+        kinds(&recs),
+        [
+            "response:prompt",
+            "agent_start",
+            "turn_start",
+            "message_start:system",
+            "message_end:system",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "auto_retry_start",
+            "entry_appended",
+            "agent_start",
+            "turn_start",
+            "message_start:assistant",
+            "update:text_start",
+            "update:text_delta",
+            "update:text_end",
+            "message_end:assistant",
+            "auto_retry_end",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    let failed = recs[8]["message"].clone();
+    assert_eq!(recs[7]["message"], failed);
+    assert_eq!(
+        norm(&failed),
+        json!({"role":"assistant","content":[],"api":"anthropic-messages","provider":"mock",
+               "model":"mock-sonnet","usage":zero_usage(),"stopReason":"error","timestamp":0,
+               "errorMessage":overloaded_text(1),"durationMs":0,"thinkingLevel":"medium"})
+    );
+    assert_eq!(recs[10]["willRetry"], true);
+    assert_eq!(
+        recs[11],
+        json!({"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":1,"errorMessage":overloaded_text(1)})
+    );
+    let edit = &recs[12]["entry"];
+    assert_eq!(edit["type"], "context_edit");
+    assert_eq!(edit["replacement"], Value::Null);
+    assert_eq!(edit["targetId"], edit["parentId"]);
+    assert_eq!(
+        recs[20],
+        json!({"type":"auto_retry_end","success":true,"attempt":1})
+    );
+    let ok = recs[19]["message"].clone();
+    assert_eq!(
+        recs[22],
+        json!({"type":"agent_end","messages":[ok],"willRetry":false})
+    );
+    // The failed attempt is hidden from the context and from the retried request.
+    let r = agent.request("m", json!({"type": "get_messages"}));
+    let roles: Vec<&str> = r["data"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant"]);
+    assert_eq!(
+        request_messages(&mock, 1),
+        json!([{"role":"user","content":[{"type":"text","text":"Please answer"}]}])
+    );
+    let r = agent.request("s", json!({"type": "get_session_stats"}));
+    assert_eq!(r["data"]["assistantMessages"], 2);
+    assert_eq!(r["data"]["totalMessages"], 4);
+}
+
+#[test]
+fn retry_exhausted_ends_with_auto_retry_end_failure() {
+    let mock = MockLlm::start(json!({"replies": [overloaded(), overloaded(), overloaded()]}));
+    let mut agent = agent_for(&mock)
+        .settings(json!({"retry": {"enabled": true, "maxRetries": 2, "baseDelayMs": 1}}))
+        .spawn();
+    let recs = run_prompt(&mut agent, "p1", "Please answer");
+    let tail: Vec<Value> = recs
+        .iter()
+        .filter(|r| {
+            matches!(
+                r["type"].as_str(),
+                Some(
+                    "agent_start"
+                        | "agent_end"
+                        | "auto_retry_start"
+                        | "auto_retry_end"
+                        | "agent_settled"
+                )
+            )
+        })
+        .map(|r| match r["type"].as_str() {
+            Some("agent_end") => json!({"agent_end": r["willRetry"]}),
+            _ => r.clone(),
+        })
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            json!({"type":"agent_start"}),
+            json!({"agent_end": true}),
+            json!({"type":"auto_retry_start","attempt":1,"maxAttempts":2,"delayMs":1,"errorMessage":overloaded_text(1)}),
+            json!({"type":"agent_start"}),
+            json!({"agent_end": true}),
+            json!({"type":"auto_retry_start","attempt":2,"maxAttempts":2,"delayMs":2,"errorMessage":overloaded_text(2)}),
+            json!({"type":"agent_start"}),
+            json!({"agent_end": false}),
+            json!({"type":"auto_retry_end","success":false,"attempt":2,"finalError":overloaded_text(3)}),
+            json!({"type":"agent_settled","aborted":false}),
+        ]
+    );
+    assert_eq!(mock.requests().len(), 3);
+    // The last failure stays in the context.
+    let r = agent.request("m", json!({"type": "get_messages"}));
+    let msgs = r["data"]["messages"].as_array().unwrap().clone();
+    assert_eq!(msgs.len(), 3);
+    assert_eq!(msgs[2]["errorMessage"], json!(overloaded_text(3)));
+    let r = agent.request("t", json!({"type": "get_last_assistant_text"}));
+    assert_eq!(r["data"], json!({"text": null}));
+}
+
+#[test]
+fn abort_retry_during_the_back_off() {
+    let mock =
+        MockLlm::start(json!({"replies": [overloaded(), text_reply("must not be requested")]}));
+    let mut agent = agent_for(&mock)
+        .settings(json!({"retry": {"enabled": true, "maxRetries": 3, "baseDelayMs": 60000, "maxAgentDelayMs": 120000}}))
+        .spawn();
+    let from = agent.records.len();
+    agent.send(json!({"id": "p1", "type": "prompt", "message": "Please answer"}));
+    let start = agent.wait_for_timeout(json!({"type": "auto_retry_start"}), LONG);
+    assert_eq!(start["delayMs"], 60000);
+    agent.wait_for_timeout(json!({"type": "entry_appended"}), LONG);
+    agent.send(json!({"id": "ar", "type": "abort_retry"}));
+    agent.wait_for_timeout(json!({"type": "agent_settled"}), LONG);
+    let recs = agent.records[from..].to_vec();
+    let n = recs.len();
+    assert_eq!(
+        recs[n - 3..],
+        [
+            json!({"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}),
+            json!({"id":"ar","type":"response","command":"abort_retry","success":true}),
+            json!({"type":"agent_settled","aborted":false}),
+        ]
+    );
+    assert_eq!(mock.requests().len(), 1);
+    let r = agent.request("st", json!({"type": "get_state"}));
+    assert_eq!(r["data"]["isStreaming"], false);
+    // Nothing is retrying now: answered at once.
+    let r = agent.request("ar2", json!({"type": "abort_retry"}));
+    assert_eq!(r["success"], true);
+}
+
+// ------------------------------------------------------------------------------ errors
+
+#[test]
+fn http_400_ends_the_run_with_agent_end_and_agent_settled() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"status": 400, "error_type": "invalid_request_error", "error_message": "bad thing"},
+        text_reply("fine now")
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let recs = run_prompt(&mut agent, "p1", "first");
+    assert_eq!(
+        kinds(&recs),
+        [
+            "response:prompt",
+            "agent_start",
+            "turn_start",
+            "message_start:system",
+            "message_end:system",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    let msg = recs[8]["message"].clone();
+    assert_eq!(recs[7]["message"], msg);
+    assert_eq!(
+        norm(&msg),
+        json!({"role":"assistant","content":[],"api":"anthropic-messages","provider":"mock",
+               "model":"mock-sonnet","usage":zero_usage(),"stopReason":"error","timestamp":0,
+               "errorMessage":"400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"bad thing\"},\"request_id\":\"req_mock_0001\"}",
+               "durationMs":0,"thinkingLevel":"medium"})
+    );
+    assert_eq!(
+        recs[9],
+        json!({"type":"turn_end","message":msg,"toolResults":[]})
+    );
+    assert_eq!(recs[10]["willRetry"], false);
+    assert_eq!(recs[11], json!({"type":"agent_settled","aborted":false}));
+    assert_eq!(mock.requests().len(), 1);
+
+    // The session is usable again; the failed reply is not sent back.
+    let recs = run_prompt(&mut agent, "p2", "second");
+    assert_eq!(recs.last().unwrap()["aborted"], false);
+    assert_eq!(
+        request_messages(&mock, 1),
+        json!([
+            {"role":"user","content":[{"type":"text","text":"first"}]},
+            {"role":"user","content":[{"type":"text","text":"second"}]}
+        ])
+    );
+}
+
+#[test]
+fn unreachable_provider_with_auto_retry_off_still_settles() {
+    // Nothing listens on the port of a server that was started and dropped.
+    let base = {
+        let m = MockLlm::start(json!({"replies": []}));
+        m.base_url()
+    };
+    let mut agent = Agent::builder()
+        .models(Some(mock_models_json(&base)))
+        .settings(json!({"retry": {"enabled": false}}))
+        .spawn();
+    let recs = run_prompt(&mut agent, "p1", "anyone there?");
+    let (_, end) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"assistant"}}),
+    );
+    assert_eq!(end["message"]["stopReason"], "error");
+    assert!(!end["message"]["errorMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .is_empty());
+    let n = recs.len();
+    assert_eq!(recs[n - 2]["type"], "agent_end");
+    assert_eq!(recs[n - 2]["willRetry"], false);
+    assert_eq!(recs[n - 1], json!({"type":"agent_settled","aborted":false}));
+    assert!(find_all(&recs, json!({"type": "auto_retry_start"})).is_empty());
+}
+
+// ------------------------------------------------------------------------------ images
+
+#[test]
+fn prompt_images_go_to_the_provider_or_become_a_placeholder() {
+    let mock =
+        MockLlm::start(json!({"replies": [text_reply("A red square."), text_reply("Still red.")]}));
+    let mut agent = agent_for(&mock).spawn();
+    let image = json!({"type": "image", "data": PNG_B64, "mimeType": "image/png"});
+    let recs = run_command(
+        &mut agent,
+        json!({"id": "p1", "type": "prompt", "message": "What is this?", "images": [image]}),
+    );
+    let (_, user) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"user"}}),
+    );
+    assert_eq!(
+        norm(&user["message"]),
+        json!({"role":"user","content":[{"type":"text","text":"What is this?"},
+               {"type":"image","data":PNG_B64,"mimeType":"image/png"}],"timestamp":0})
+    );
+    assert_eq!(
+        request_messages(&mock, 0),
+        json!([{"role":"user","content":[
+            {"type":"text","text":"What is this?"},
+            {"type":"image","source":{"type":"base64","media_type":"image/png","data":PNG_B64}}
+        ]}])
+    );
+
+    // A text-only model: the stored messages keep the image, the request carries placeholders.
+    let r = agent.request(
+        "m",
+        json!({"type": "set_model", "provider": "mock", "modelId": "mock-haiku"}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    let recs = run_command(
+        &mut agent,
+        json!({"id": "p2", "type": "prompt", "message": "And now?", "images": [image, image]}),
+    );
+    let (_, user) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"user"}}),
+    );
+    assert_eq!(user["message"]["content"].as_array().unwrap().len(), 3);
+    let placeholder =
+        json!({"type":"text","text":"(image omitted: model does not support images)"});
+    assert_eq!(
+        request_messages(&mock, 1),
+        json!([
+            {"role":"user","content":[{"type":"text","text":"What is this?"}, placeholder]},
+            {"role":"assistant","content":[{"type":"text","text":"A red square."}]},
+            {"role":"user","content":[{"type":"text","text":"And now?"}, placeholder]}
+        ])
+    );
+}
+
+#[test]
+fn abort_during_the_retry_back_off_cancels_the_retry() {
+    let mock =
+        MockLlm::start(json!({"replies": [overloaded(), text_reply("must not be requested")]}));
+    let mut agent = agent_for(&mock)
+        .settings(json!({"retry": {"enabled": true, "maxRetries": 3, "baseDelayMs": 60000, "maxAgentDelayMs": 120000}}))
+        .spawn();
+    let from = agent.records.len();
+    agent.send(json!({"id": "p1", "type": "prompt", "message": "go"}));
+    agent.wait_for_timeout(json!({"type": "entry_appended"}), LONG);
+    agent.send(json!({"id": "ab", "type": "abort"}));
+    agent.response("ab");
+    let recs = agent.records[from..].to_vec();
+    let n = recs.len();
+    assert_eq!(
+        recs[n - 5..],
+        [
+            json!({"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":60000,"errorMessage":overloaded_text(1)}),
+            recs[n - 4].clone(),
+            json!({"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}),
+            json!({"type":"agent_settled","aborted":true}),
+            json!({"id":"ab","type":"response","command":"abort","success":true}),
+        ]
+    );
+    assert_eq!(recs[n - 4]["type"], "entry_appended");
+    assert_eq!(mock.requests().len(), 1);
+    let r = agent.request("st", json!({"type": "get_state"}));
+    assert_eq!(r["data"]["isStreaming"], false);
+}
+
+#[test]
+fn abort_before_the_first_byte_ends_with_one_aborted_message() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"first_delay_ms": 60000, "blocks": [{"type": "text", "text": "late"}]}
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let from = agent.records.len();
+    agent.send(json!({"id": "p1", "type": "prompt", "message": "go"}));
+    mock.wait_requests(1, LONG);
+    agent.send(json!({"id": "ab", "type": "abort"}));
+    agent.response("ab");
+    let recs = agent.records[from..].to_vec();
+    let n = recs.len();
+    assert_eq!(
+        kinds(&recs[n - 6..]),
+        [
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+            "response:abort"
+        ]
+    );
+    // No partial: start and end carry the same final message.
+    assert_eq!(recs[n - 6]["message"], recs[n - 5]["message"]);
+    assert_eq!(
+        norm(&recs[n - 5]["message"]),
+        json!({"role":"assistant","content":[],"api":"anthropic-messages","provider":"mock",
+               "model":"mock-sonnet","usage":zero_usage(),"stopReason":"aborted","timestamp":0,
+               "errorMessage":"Request aborted","durationMs":0,"thinkingLevel":"medium"})
+    );
+    assert_eq!(recs[n - 2], json!({"type":"agent_settled","aborted":true}));
+    eventually("the provider connection to close", || {
+        mock.active_connections() == 0
+    });
+}
+
+#[test]
+fn read_tool_image_goes_back_as_an_image_or_a_placeholder() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("t1", "read", json!({"path": "red.png"}))]},
+        text_reply("red"),
+        {"blocks": [tool_call("t2", "read", json!({"path": "red.png"}))]},
+        text_reply("red again"),
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let r = agent.request(
+        "b",
+        json!({"type": "bash", "command": format!("echo {PNG_B64} | base64 -d > red.png")}),
+    );
+    assert_eq!(r["data"]["exitCode"], 0);
+    let recs = run_prompt(&mut agent, "p1", "look");
+    let (_, end) = find(&recs, json!({"type": "tool_execution_end"}));
+    assert_eq!(
+        end["result"]["content"],
+        json!([{"type":"text","text":"Read image file [image/png]"},
+               {"type":"image","data":PNG_B64,"mimeType":"image/png"}])
+    );
+    assert_eq!(end["isError"], false);
+    let sent = request_messages(&mock, 1);
+    let n = sent.as_array().unwrap().len();
+    assert_eq!(
+        sent[n - 1],
+        json!({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[
+            {"type":"text","text":"Read image file [image/png]"},
+            {"type":"image","source":{"type":"base64","media_type":"image/png","data":PNG_B64}}
+        ],"is_error":false}]})
+    );
+
+    let r = agent.request(
+        "m",
+        json!({"type": "set_model", "provider": "mock", "modelId": "mock-haiku"}),
+    );
+    assert_eq!(r["success"], true);
+    run_prompt(&mut agent, "p2", "look again");
+    let sent = request_messages(&mock, 3);
+    let placeholder = json!({"role":"user","content":[{"type":"tool_result","tool_use_id":"t2",
+        "content":"Read image file [image/png]\n(tool image omitted: model does not support images)",
+        "is_error":false}]});
+    let n = sent.as_array().unwrap().len();
+    assert_eq!(sent[n - 1], placeholder);
+    assert_eq!(
+        sent[3]["content"][0]["content"],
+        json!("Read image file [image/png]\n(tool image omitted: model does not support images)")
+    );
+}
+
+#[test]
+fn steering_while_the_reply_streams_starts_another_turn() {
+    // The first reply streams slowly; the steer arrives during it and is delivered after its
+    // turn_end, in a new turn of the same low-level run.
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "text", "text": "a slow streamed answer", "chunk_size": 2}], "delay_ms": 150},
+        text_reply("steered"),
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let from = agent.records.len();
+    agent.send(json!({"id": "p1", "type": "prompt", "message": "start"}));
+    agent.wait_for_timeout(
+        json!({"type":"message_update","assistantMessageEvent":{"type":"text_delta"}}),
+        LONG,
+    );
+    let r = agent.request("s", json!({"type": "steer", "message": "change course"}));
+    assert_eq!(r["data"], json!({"disposition": "queued"}));
+    agent.wait_for_timeout(json!({"type": "agent_settled"}), LONG);
+    let recs = agent.records[from..].to_vec();
+    let (i_s, _) = find(&recs, json!({"type": "response", "id": "s"}));
+    let (i_first_end, _) = find(&recs, json!({"type": "turn_end"}));
+    assert!(
+        i_s < i_first_end,
+        "the steer was queued while the reply streamed"
+    );
+    assert_eq!(
+        deliveries(&recs[i_first_end..]),
+        [
+            json!("turn_start"),
+            json!({"queue": [[], []]}),
+            json!({"user": "change course"}),
+            json!("assistant"),
+            json!("agent_end"),
+        ]
+    );
+    assert_eq!(find_all(&recs, json!({"type": "agent_start"})).len(), 1);
+    let texts: Vec<Value> = request_messages(&mock, 1)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].clone())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            json!("start"),
+            json!("a slow streamed answer"),
+            json!("change course")
+        ]
+    );
+}
+
+#[test]
+fn prompt_with_streaming_behavior_while_idle_starts_a_run() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("ran")]}));
+    let mut agent = agent_for(&mock).spawn();
+    let recs = run_command(
+        &mut agent,
+        json!({"id": "p", "type": "prompt", "message": "idle", "streamingBehavior": "steer"}),
+    );
+    assert_eq!(recs[0]["data"], json!({"disposition": "started"}));
+    assert!(find_all(&recs, json!({"type": "queue_update"})).is_empty());
+    assert_eq!(mock.requests().len(), 1);
+}
+
+/// Regression (pi 1.6.0 transcript): steering is drained after every `turn_end`, also when the
+/// tool batch was aborted, so a steer queued while the aborted tool ran is delivered in the
+/// synthetic aborted turn (`queue_update`, user message, aborted assistant) — not left queued
+/// for the next prompt, where it would come after that prompt's own message.
+#[test]
+fn steer_queued_during_an_aborted_tool_is_delivered_in_the_aborted_turn() {
+    let mock = MockLlm::start(json!({"replies": [
+        blocked_tool_reply("go"),
+        text_reply("after"),
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let from = agent.records.len();
+    start_blocked_run(&mut agent);
+    agent.request("s", json!({"type": "steer", "message": "kept"}));
+    agent.send(json!({"id": "ab", "type": "abort"}));
+    agent.response("ab");
+    let recs = agent.records[from..].to_vec();
+    let (i_end, _) = find(&recs, json!({"type": "turn_end"}));
+    assert_eq!(
+        kinds(&recs[i_end..]),
+        [
+            "turn_end",
+            "turn_start",
+            "queue_update",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+            "response:abort"
+        ]
+    );
+    assert_eq!(
+        recs[i_end + 2],
+        json!({"type":"queue_update","steering":[],"followUp":[]})
+    );
+    assert_eq!(recs[i_end + 4]["message"]["content"][0]["text"], "kept");
+    let r = agent.request("st", json!({"type": "get_state"}));
+    assert_eq!(r["data"]["pendingMessageCount"], 0);
+    assert_eq!(r["data"]["messageCount"], 6);
+
+    // The next prompt's request: the steer before the new prompt, as pi sends it.
+    run_prompt(&mut agent, "p2", "next");
+    let texts: Vec<Value> = request_messages(&mock, 1)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            m["content"][0]
+                .get("text")
+                .cloned()
+                .unwrap_or_else(|| m["content"][0]["type"].clone())
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            json!("start"),
+            json!("tool_use"),
+            json!("tool_result"),
+            json!("kept"),
+            json!("next")
+        ]
+    );
+}
+
+/// `rpc-protocol.md` §10: stdin EOF shuts down in order — the active run is aborted, its
+/// children are killed, and no further events are written (observed with pi: not even
+/// `agent_end`); the exit code is 0.
+#[test]
+fn eof_during_a_tool_run_kills_the_tool_and_writes_nothing_more() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("t", "bash", json!({"command": "echo $$ > pid.txt; sleep 30"}))]},
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    agent.send(json!({"id": "p1", "type": "prompt", "message": "sleep"}));
+    agent.wait_for_timeout(
+        json!({"type": "tool_execution_update", "partialResult": {"content": []}}),
+        LONG,
+    );
+    let pid_file = agent.cwd.join("pid.txt");
+    eventually("the tool to write its pid", || {
+        read_pid(&pid_file).is_some()
+    });
+    let pgid = pgid_of(read_pid(&pid_file).unwrap()).expect("tool running");
+    let seen = agent.records.len();
+    agent.close_stdin();
+    let status = agent.wait_exit(LONG);
+    assert_eq!(status.code(), Some(0));
+    assert!(!group_alive(pgid), "the tool's process group survived EOF");
+    assert_eq!(
+        agent.records[seen..],
+        [] as [Value; 0],
+        "records written after stdin EOF"
+    );
+}

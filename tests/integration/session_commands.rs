@@ -1,0 +1,587 @@
+//! Session commands through the real binary (`rpc-protocol.md` §3.1 `new_session`, §3.9):
+//! new/switch/fork/clone, entries and tree, names, HTML export, the `--session`/`--continue`
+//! start-up flags, and a session that survives `kill -9` in the middle of a streamed reply.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{json, Value};
+
+use crate::agent_loop::{agent_for, find, norm, request_messages, run_prompt, LONG};
+use crate::support::agent::AgentBuilder;
+use crate::support::mock_llm::MockLlm;
+use crate::support::Agent;
+
+/// An agent whose session is persisted in the default session directory of its agent dir.
+fn persisted(mock: &MockLlm) -> AgentBuilder {
+    agent_for(mock)
+        .no_default_args()
+        .args(["--provider", "mock", "--model", "mock-sonnet"])
+}
+
+fn text_reply(text: &str) -> Value {
+    json!({"blocks": [{"type": "text", "text": text}]})
+}
+
+/// A fresh request id (`Agent::request` finds the first response with the id).
+fn next_id(prefix: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!("{prefix}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn state(agent: &mut Agent) -> Value {
+    let r = agent.request(&next_id("state"), json!({"type": "get_state"}));
+    assert_eq!(r["success"], true, "{r}");
+    r["data"].clone()
+}
+
+fn messages(agent: &mut Agent) -> Vec<Value> {
+    let r = agent.request(&next_id("msgs"), json!({"type": "get_messages"}));
+    r["data"]["messages"].as_array().unwrap().clone()
+}
+
+fn roles(msgs: &[Value]) -> Vec<String> {
+    msgs.iter()
+        .map(|m| m["role"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn session_file(agent: &mut Agent) -> PathBuf {
+    PathBuf::from(state(agent)["sessionFile"].as_str().expect("sessionFile"))
+}
+
+fn file_header(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("session file");
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
+}
+
+/// Records emitted between the request with `id` and its response (exclusive).
+fn records_before_response(agent: &mut Agent, id: &str, cmd: Value) -> (Vec<Value>, Value) {
+    let start = agent.records.len();
+    let r = agent.request(id, cmd);
+    let (i, _) = find(
+        &agent.records[start..],
+        json!({"type": "response", "id": id}),
+    );
+    (agent.records[start..start + i].to_vec(), r)
+}
+
+#[test]
+fn new_session_starts_fresh_with_the_startup_model() {
+    let mock = MockLlm::start(
+        json!({"replies": [text_reply("one"), text_reply("two"), text_reply("three")]}),
+    );
+    let mut agent = persisted(&mock).spawn();
+    run_prompt(&mut agent, "p1", "Hello first session");
+    let st1 = state(&mut agent);
+    let file1 = PathBuf::from(st1["sessionFile"].as_str().unwrap());
+    assert!(file1.is_file());
+    assert_eq!(st1["messageCount"], 3);
+
+    let r = agent.request(
+        "m",
+        json!({"type": "set_model", "provider": "mock", "modelId": "mock-haiku"}),
+    );
+    assert_eq!(r["success"], true);
+    let (events, r) = records_before_response(&mut agent, "n1", json!({"type": "new_session"}));
+    assert_eq!(
+        r,
+        json!({"id":"n1","type":"response","command":"new_session","success":true,"data":{"cancelled":false}})
+    );
+    assert!(events.is_empty(), "new_session emits no events: {events:?}");
+    let st2 = state(&mut agent);
+    assert_ne!(st2["sessionId"], st1["sessionId"]);
+    assert_ne!(st2["sessionFile"], st1["sessionFile"]);
+    assert_eq!(st2["messageCount"], 0);
+    assert_eq!(st2["model"]["id"], "mock-sonnet", "the startup model again");
+    assert_eq!(st2["thinkingLevel"], "medium");
+    assert!(messages(&mut agent).is_empty());
+    assert!(
+        !Path::new(st2["sessionFile"].as_str().unwrap()).exists(),
+        "no file before the first message"
+    );
+    let r = agent.request("e", json!({"type": "get_entries"}));
+    let entries = r["data"]["entries"].as_array().unwrap();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["model_change", "thinking_level_change"]);
+    assert_eq!(entries[0]["modelId"], "mock-sonnet");
+
+    // The next prompt declares the system prompt again and sends only the new history.
+    let recs = run_prompt(&mut agent, "p2", "Hello second session");
+    find(
+        &recs,
+        json!({"type":"message_start","message":{"role":"system"}}),
+    );
+    assert_eq!(
+        request_messages(&mock, 1),
+        json!([{"role":"user","content":[{"type":"text","text":"Hello second session"}]}])
+    );
+    let first_lines = std::fs::read_to_string(&file1).unwrap();
+    assert!(first_lines.contains("Hello first session"));
+    assert!(!first_lines.contains("Hello second session"));
+
+    // parentSession is recorded in the new header.
+    let r = agent.request(
+        "n2",
+        json!({"type": "new_session", "parentSession": file1.display().to_string()}),
+    );
+    assert_eq!(r["data"], json!({"cancelled": false}));
+    run_prompt(&mut agent, "p3", "third");
+    let file3 = session_file(&mut agent);
+    let header = file_header(&file3);
+    assert_eq!(header["type"], "session");
+    assert_eq!(header["parentSession"], json!(file1.display().to_string()));
+}
+
+#[test]
+fn new_session_without_persistence_stays_in_memory() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("one")]}));
+    let mut agent = agent_for(&mock).spawn();
+    run_prompt(&mut agent, "p1", "hi");
+    let before = state(&mut agent);
+    let r = agent.request("n", json!({"type": "new_session"}));
+    assert_eq!(r["data"], json!({"cancelled": false}));
+    let after = state(&mut agent);
+    assert!(after.get("sessionFile").is_none(), "{after}");
+    assert_ne!(after["sessionId"], before["sessionId"]);
+    assert_eq!(after["messageCount"], 0);
+}
+
+#[test]
+fn switch_session_loads_a_file_and_a_missing_file_changes_nothing() {
+    let mock = MockLlm::start(json!({"replies": [
+        text_reply("first answer"), text_reply("other answer"), text_reply("continued")
+    ]}));
+    let mut agent = persisted(&mock).spawn();
+    run_prompt(&mut agent, "p1", "first");
+    let st1 = state(&mut agent);
+    let msgs1 = messages(&mut agent);
+    agent.request("n", json!({"type": "new_session"}));
+    run_prompt(&mut agent, "p2", "other");
+    let st2 = state(&mut agent);
+
+    let (events, r) = records_before_response(
+        &mut agent,
+        "sw",
+        json!({"type": "switch_session", "sessionPath": st1["sessionFile"]}),
+    );
+    assert_eq!(
+        r,
+        json!({"id":"sw","type":"response","command":"switch_session","success":true,"data":{"cancelled":false}})
+    );
+    assert!(events.is_empty(), "{events:?}");
+    let st = state(&mut agent);
+    assert_eq!(st["sessionFile"], st1["sessionFile"]);
+    assert_eq!(st["sessionId"], st1["sessionId"]);
+    assert_eq!(st["messageCount"], 3);
+    assert_eq!(messages(&mut agent), msgs1);
+
+    // A path that does not exist: an error, and the current session stays as it is.
+    let missing = agent.cwd.join("nope.jsonl");
+    let r = agent.request(
+        "sw2",
+        json!({"type": "switch_session", "sessionPath": missing.display().to_string()}),
+    );
+    assert_eq!(r["success"], false, "{r}");
+    assert!(r.get("data").is_none());
+    assert!(!r["error"].as_str().unwrap().is_empty());
+    let st_after = state(&mut agent);
+    assert_eq!(st_after, st);
+    assert_eq!(messages(&mut agent), msgs1);
+    assert!(!missing.exists());
+
+    // The loaded session goes on from its history, with no new system message.
+    let recs = run_prompt(&mut agent, "p3", "continue");
+    assert!(recs.iter().all(|r| r["message"]["role"] != "system"));
+    assert_eq!(
+        request_messages(&mock, 2),
+        json!([
+            {"role":"user","content":[{"type":"text","text":"first"}]},
+            {"role":"assistant","content":[{"type":"text","text":"first answer"}]},
+            {"role":"user","content":[{"type":"text","text":"continue"}]}
+        ])
+    );
+    // The other session's file was not touched by the switch.
+    let other = std::fs::read_to_string(st2["sessionFile"].as_str().unwrap()).unwrap();
+    assert!(!other.contains("continue"));
+}
+
+#[test]
+fn fork_and_clone_copy_the_path_into_new_files() {
+    let mock = MockLlm::start(json!({"replies": [
+        text_reply("Answer one."), text_reply("Answer two."), text_reply("Answer two, again.")
+    ]}));
+    let mut agent = persisted(&mock).spawn();
+
+    // Nothing saved yet.
+    let r = agent.request("c0", json!({"type": "clone"}));
+    assert_eq!(
+        r,
+        json!({"id":"c0","type":"response","command":"clone","success":false,
+               "error":"This session has not been saved yet. Send a message before cloning or forking it."})
+    );
+
+    run_prompt(&mut agent, "p1", "Question one");
+    run_prompt(&mut agent, "p2", "Question two");
+    let file0 = session_file(&mut agent);
+    let r = agent.request("fm", json!({"type": "get_fork_messages"}));
+    let fork_msgs = r["data"]["messages"].as_array().unwrap().clone();
+    assert_eq!(fork_msgs.len(), 2);
+    assert_eq!(fork_msgs[0]["text"], "Question one");
+    assert_eq!(fork_msgs[1]["text"], "Question two");
+    let e1 = fork_msgs[0]["entryId"].as_str().unwrap().to_string();
+    let e2 = fork_msgs[1]["entryId"].as_str().unwrap().to_string();
+
+    let r = agent.request("fbad", json!({"type": "fork", "entryId": "ffffffff"}));
+    assert_eq!(
+        r,
+        json!({"id":"fbad","type":"response","command":"fork","success":false,"error":"Invalid entry ID for forking"})
+    );
+    // An entry that is not a user message cannot be forked either.
+    let r = agent.request("e", json!({"type": "get_entries"}));
+    let model_change = r["data"]["entries"][0]["id"].clone();
+    let r = agent.request("fbad2", json!({"type": "fork", "entryId": model_change}));
+    assert_eq!(r["error"], "Invalid entry ID for forking");
+
+    let r = agent.request("f1", json!({"type": "fork", "entryId": e2}));
+    assert_eq!(
+        r,
+        json!({"id":"f1","type":"response","command":"fork","success":true,
+               "data":{"text":"Question two","cancelled":false}})
+    );
+    let file1 = session_file(&mut agent);
+    assert_ne!(file1, file0);
+    assert_eq!(
+        roles(&messages(&mut agent)),
+        ["system", "user", "assistant"]
+    );
+    // The fork's first prompt: no system message, the history up to the fork point.
+    let recs = run_prompt(&mut agent, "p3", "Question two, rephrased");
+    assert!(recs.iter().all(|r| r["message"]["role"] != "system"));
+    assert_eq!(
+        request_messages(&mock, 2),
+        json!([
+            {"role":"user","content":[{"type":"text","text":"Question one"}]},
+            {"role":"assistant","content":[{"type":"text","text":"Answer one."}]},
+            {"role":"user","content":[{"type":"text","text":"Question two, rephrased"}]}
+        ])
+    );
+    assert_eq!(
+        file_header(&file1)["parentSession"],
+        json!(file0.display().to_string())
+    );
+    // The original file is unchanged by the fork.
+    assert!(!std::fs::read_to_string(&file0)
+        .unwrap()
+        .contains("rephrased"));
+
+    // clone: the whole active branch into another file.
+    let before = messages(&mut agent);
+    let r = agent.request("c1", json!({"type": "clone"}));
+    assert_eq!(
+        r,
+        json!({"id":"c1","type":"response","command":"clone","success":true,"data":{"cancelled":false}})
+    );
+    let file2 = session_file(&mut agent);
+    assert_ne!(file2, file1);
+    assert_eq!(messages(&mut agent), before);
+    assert_eq!(
+        file_header(&file2)["parentSession"],
+        json!(file1.display().to_string())
+    );
+    let r = agent.request("fm2", json!({"type": "get_fork_messages"}));
+    let fm2 = r["data"]["messages"].as_array().unwrap().clone();
+    assert_eq!(fm2.len(), 2);
+    assert_eq!(fm2[0], json!({"entryId": e1, "text": "Question one"}));
+    assert_eq!(fm2[1]["text"], "Question two, rephrased");
+    assert!(file2.is_file(), "a clone is written at once");
+}
+
+#[test]
+fn entries_tree_and_session_name() {
+    let mock = MockLlm::start(
+        json!({"replies": [text_reply("First reply."), text_reply("Second reply.")]}),
+    );
+    let mut agent = persisted(&mock).spawn();
+    let r = agent.request("g0", json!({"type": "get_entries"}));
+    let e0 = r["data"]["entries"].as_array().unwrap().clone();
+    assert_eq!(
+        norm(&json!(e0)),
+        json!([
+            {"type":"model_change","id":e0[0]["id"],"parentId":null,"timestamp":"<ISO>","provider":"mock","modelId":"mock-sonnet"},
+            {"type":"thinking_level_change","id":e0[1]["id"],"parentId":e0[0]["id"],"timestamp":"<ISO>","thinkingLevel":"medium"}
+        ])
+    );
+    assert_eq!(r["data"]["leafId"], e0[1]["id"]);
+    let r = agent.request("t0", json!({"type": "get_tree"}));
+    assert_eq!(
+        r["data"],
+        json!({"tree":[{"entry":e0[0],"children":[{"entry":e0[1],"children":[]}]}],"leafId":e0[1]["id"]})
+    );
+
+    run_prompt(&mut agent, "p1", "First prompt");
+    run_prompt(&mut agent, "p2", "Second prompt");
+    let r = agent.request("g1", json!({"type": "get_entries"}));
+    let all = r["data"]["entries"].as_array().unwrap().clone();
+    let kinds: Vec<String> = all
+        .iter()
+        .map(|e| match e["type"].as_str().unwrap() {
+            "message" => format!("message:{}", e["message"]["role"].as_str().unwrap()),
+            t => t.to_string(),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "model_change",
+            "thinking_level_change",
+            "message:system",
+            "message:user",
+            "message:assistant",
+            "message:user",
+            "message:assistant"
+        ]
+    );
+    for w in all.windows(2) {
+        assert_eq!(w[1]["parentId"], w[0]["id"], "a single chain");
+    }
+    assert_eq!(r["data"]["leafId"], all[6]["id"]);
+    let r = agent.request("g2", json!({"type": "get_entries", "since": all[2]["id"]}));
+    assert_eq!(r["data"]["entries"], json!(all[3..]));
+    let r = agent.request(
+        "g3",
+        json!({"type": "get_entries", "since": "nonexistent-id"}),
+    );
+    assert_eq!(
+        r,
+        json!({"id":"g3","type":"response","command":"get_entries","success":false,"error":"Entry not found: nonexistent-id"})
+    );
+    // The tree of a single chain: each node has the next one as its only child.
+    let r = agent.request("t1", json!({"type": "get_tree"}));
+    let mut node = &r["data"]["tree"][0];
+    for e in &all {
+        assert_eq!(&node["entry"], e);
+        if e == all.last().unwrap() {
+            assert_eq!(node["children"], json!([]));
+        } else {
+            assert_eq!(node["children"].as_array().unwrap().len(), 1);
+            node = &node["children"][0];
+        }
+    }
+
+    let (events, r) = records_before_response(
+        &mut agent,
+        "n1",
+        json!({"type": "set_session_name", "name": "  my-feature-work  "}),
+    );
+    assert_eq!(
+        events,
+        [json!({"type":"session_info_changed","name":"my-feature-work"})]
+    );
+    assert_eq!(
+        r,
+        json!({"id":"n1","type":"response","command":"set_session_name","success":true})
+    );
+    assert_eq!(state(&mut agent)["sessionName"], "my-feature-work");
+    let r = agent.request("n2", json!({"type": "set_session_name", "name": "   "}));
+    assert_eq!(
+        r,
+        json!({"id":"n2","type":"response","command":"set_session_name","success":false,"error":"Session name cannot be empty"})
+    );
+    let r = agent.request(
+        "n3",
+        json!({"type": "set_session_name", "name": "two\nlines"}),
+    );
+    assert_eq!(r["success"], true);
+    assert_eq!(state(&mut agent)["sessionName"], "two lines");
+    let r = agent.request("g4", json!({"type": "get_entries", "since": all[6]["id"]}));
+    let infos = r["data"]["entries"].as_array().unwrap();
+    assert_eq!(infos.len(), 2);
+    assert_eq!(
+        norm(&infos[0]),
+        json!({"type":"session_info","id":infos[0]["id"],"parentId":all[6]["id"],"timestamp":"<ISO>","name":"my-feature-work"})
+    );
+    assert_eq!(infos[1]["name"], "two lines");
+    // Persisted: the file carries the same entries.
+    let file = session_file(&mut agent);
+    let text = std::fs::read_to_string(file).unwrap();
+    assert_eq!(text.lines().count(), 1 + all.len() + 2);
+}
+
+#[test]
+fn export_html_writes_the_file_and_reports_errors() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("Something exported.")]}));
+    let mut agent = persisted(&mock).spawn();
+    let out = agent.root.path().join("tmp").join("session.html");
+    let r = agent.request(
+        "x0",
+        json!({"type": "export_html", "outputPath": out.display().to_string()}),
+    );
+    assert_eq!(
+        r,
+        json!({"id":"x0","type":"response","command":"export_html","success":false,
+               "error":"Nothing to export yet - start a conversation first"})
+    );
+    run_prompt(&mut agent, "p1", "Something to export");
+    let r = agent.request(
+        "x1",
+        json!({"type": "export_html", "outputPath": out.display().to_string()}),
+    );
+    assert_eq!(
+        r,
+        json!({"id":"x1","type":"response","command":"export_html","success":true,
+               "data":{"path":out.display().to_string()}})
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        html.to_lowercase().contains("<html"),
+        "{}",
+        &html[..200.min(html.len())]
+    );
+    assert!(html.contains("Something to export"));
+
+    // Default: a relative name in the process cwd.
+    let file = session_file(&mut agent);
+    let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
+    let r = agent.request("x2", json!({"type": "export_html"}));
+    let expected = format!("pi-session-{stem}.html");
+    assert_eq!(r["data"], json!({"path": expected}));
+    assert!(agent.cwd.join(&expected).is_file());
+
+    // An unwritable destination is an error, not a crash.
+    let r = agent.request(
+        "x3",
+        json!({"type": "export_html", "outputPath": agent.cwd.join("no/such/dir/x.html").display().to_string()}),
+    );
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(state(&mut agent)["isStreaming"], false);
+
+    // In-memory sessions cannot be exported.
+    let mock2 = MockLlm::start(json!({"replies": [text_reply("x")]}));
+    let mut mem = agent_for(&mock2).spawn();
+    run_prompt(&mut mem, "p", "hi");
+    let r = mem.request("x", json!({"type": "export_html"}));
+    assert_eq!(
+        r,
+        json!({"id":"x","type":"response","command":"export_html","success":false,
+               "error":"Cannot export in-memory session to HTML"})
+    );
+}
+
+/// A second pi-rpc in the same cwd and agent dir as `first`.
+fn again(first: &Agent, mock: &MockLlm, args: &[&str]) -> Agent {
+    let mut all = vec!["--provider", "mock", "--model", "mock-sonnet"];
+    all.extend_from_slice(args);
+    agent_for(mock)
+        .no_default_args()
+        .args(all)
+        .in_cwd(&first.cwd)
+        .env("PI_CODING_AGENT_DIR", first.agent_dir.to_str().unwrap())
+        .spawn()
+}
+
+#[test]
+fn continue_and_session_flags_reopen_a_session() {
+    let mock = MockLlm::start(
+        json!({"replies": [text_reply("first answer"), text_reply("second answer")]}),
+    );
+    let mut first = persisted(&mock).spawn();
+    run_prompt(&mut first, "p1", "remember me");
+    let st1 = state(&mut first);
+    let msgs1 = messages(&mut first);
+    first.close_stdin();
+    assert!(first.wait_exit(LONG).success());
+
+    let mut cont = again(&first, &mock, &["--continue"]);
+    let st = state(&mut cont);
+    assert_eq!(st["sessionFile"], st1["sessionFile"]);
+    assert_eq!(st["sessionId"], st1["sessionId"]);
+    assert_eq!(messages(&mut cont), msgs1);
+    let recs = run_prompt(&mut cont, "p2", "and now?");
+    assert!(recs.iter().all(|r| r["message"]["role"] != "system"));
+    assert_eq!(
+        request_messages(&mock, 1),
+        json!([
+            {"role":"user","content":[{"type":"text","text":"remember me"}]},
+            {"role":"assistant","content":[{"type":"text","text":"first answer"}]},
+            {"role":"user","content":[{"type":"text","text":"and now?"}]}
+        ])
+    );
+    let msgs2 = messages(&mut cont);
+    cont.close_stdin();
+    assert!(cont.wait_exit(LONG).success());
+
+    // --session with the path, and with an id prefix.
+    let path = st1["sessionFile"].as_str().unwrap().to_string();
+    let mut by_path = again(&first, &mock, &["--session", &path]);
+    assert_eq!(state(&mut by_path)["sessionFile"], st1["sessionFile"]);
+    assert_eq!(messages(&mut by_path), msgs2);
+    drop(by_path);
+    let id = st1["sessionId"].as_str().unwrap();
+    let mut by_id = again(&first, &mock, &["--session", &id[..8]]);
+    assert_eq!(state(&mut by_id)["sessionId"], st1["sessionId"]);
+    drop(by_id);
+
+    // Without a flag a new session starts.
+    let mut fresh = again(&first, &mock, &[]);
+    let st = state(&mut fresh);
+    assert_ne!(st["sessionId"], st1["sessionId"]);
+    assert_eq!(st["messageCount"], 0);
+}
+
+#[test]
+fn kill_9_during_a_streamed_reply_leaves_a_session_that_continue_loads() {
+    let mock = MockLlm::start(json!({"replies": [
+        text_reply("a complete answer"),
+        {"blocks": [{"type": "text", "text": "a partial ans"}], "hang": true, "hang_after_blocks": 1},
+        text_reply("after the crash")
+    ]}));
+    let mut first = persisted(&mock).spawn();
+    run_prompt(&mut first, "p1", "before the crash");
+    let st1 = state(&mut first);
+    first.send(json!({"id": "p2", "type": "prompt", "message": "crash during this one"}));
+    first.wait_for_timeout(
+        json!({"type":"message_update","assistantMessageEvent":{"type":"text_delta"}}),
+        LONG,
+    );
+    first.kill();
+
+    let mut next = again(&first, &mock, &["--continue"]);
+    let st = state(&mut next);
+    assert_eq!(st["sessionFile"], st1["sessionFile"]);
+    assert_eq!(st["sessionId"], st1["sessionId"]);
+    let msgs = messages(&mut next);
+    assert_eq!(roles(&msgs), ["system", "user", "assistant", "user"]);
+    assert_eq!(
+        msgs[3]["content"],
+        json!([{"type": "text", "text": "crash during this one"}])
+    );
+    // Every line of the file is whole JSON.
+    let text = std::fs::read_to_string(st1["sessionFile"].as_str().unwrap()).unwrap();
+    assert!(text.ends_with('\n'));
+    for line in text.lines() {
+        serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    }
+    // And the session goes on.
+    let recs = run_prompt(&mut next, "p3", "are you back?");
+    assert_eq!(recs.last().unwrap()["aborted"], false);
+    let sent = request_messages(&mock, 2);
+    let texts: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "before the crash",
+            "a complete answer",
+            "crash during this one",
+            "are you back?"
+        ]
+    );
+}
