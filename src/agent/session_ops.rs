@@ -68,6 +68,8 @@ fn prepare(rt: &Runtime, op: SessionOp) -> Result<(SessionManager, Value), Strin
             }
             let manager = SessionManager::open(&path, session_dir.as_deref(), &cwd)
                 .map_err(|e| e.to_string())?;
+            // As pi: a session whose recorded working directory is gone is not switched to.
+            manager.check_cwd_exists(&cwd).map_err(|e| e.to_string())?;
             Ok((manager, json!({"cancelled": false})))
         }
         SessionOp::Fork { entry_id } => {

@@ -331,6 +331,11 @@ impl AgentSession {
     ) -> (SessionManager, Vec<Value>) {
         let old_session = std::mem::replace(&mut self.session, manager);
         let old_messages = std::mem::replace(&mut self.messages, messages);
+        // The session's recorded working directory becomes the agent's (as in pi, tools, RPC
+        // bash and the system prompt's cwd follow a loaded session).
+        if !self.session.cwd().is_empty() {
+            self.cwd = PathBuf::from(self.session.cwd());
+        }
         self.queues = Queues::default();
         self.deferred.clear();
         // (A thinking_level_change appended here adds no message: `messages` stays right.)

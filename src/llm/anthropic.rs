@@ -6,8 +6,9 @@ use std::io::BufReader;
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
-use super::http::{self, describe_read_error, HttpRequest};
+use super::http::{describe_read_error, HttpRequest};
 use super::model::Model;
+use super::request::post_streaming;
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, clamp_max_tokens_to_context, clamp_thinking_budget_to_answer_room,
@@ -23,6 +24,8 @@ use crate::cancel::CancelToken;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// How much of a non-success response body is read for the error message.
+const ERROR_BODY_LIMIT: usize = 4 << 20;
 const FINE_GRAINED_TOOL_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
 const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 const CLAUDE_CODE_VERSION: &str = "2.1.322";
@@ -696,36 +699,15 @@ fn run(
     }
     let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
     let body = crate::util::to_js_vec(&req.body).map_err(|e| Failure::Error(e.to_string()))?;
-    out.mark_sent();
-    let mut resp = http::post(
-        HttpRequest {
-            url: req.url,
-            headers: req.headers,
-            body,
-            idle_timeout: opts.idle_timeout,
-        },
-        cancel,
-    )
-    .map_err(|e| match e {
-        http::HttpError::Aborted => Failure::Aborted,
-        other => Failure::Error(other.to_string()),
+    let request = HttpRequest {
+        url: req.url,
+        headers: req.headers,
+        body,
+        idle_timeout: opts.idle_timeout,
+    };
+    let resp = post_streaming(request, cancel, out, ERROR_BODY_LIMIT, |status, _, text| {
+        sdk_status_message(status, parse_error_body(text).as_ref(), Some(text))
     })?;
-    if !resp.is_success() {
-        let status = resp.status();
-        let text = resp.read_text(4 << 20).map_err(|e| {
-            if cancel.is_cancelled() {
-                Failure::Aborted
-            } else {
-                Failure::Error(describe_read_error(&e))
-            }
-        })?;
-        let parsed = parse_error_body(&text);
-        return Err(Failure::Error(sdk_status_message(
-            status,
-            parsed.as_ref(),
-            Some(&text),
-        )));
-    }
     let mut state = StreamState::new(model, req.oauth, &ctx.tools);
     let parser = SseParser::new(BufReader::with_capacity(16 * 1024, resp)).dispatch_trailing(true);
     for item in parser {

@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
-use super::http::{self, HttpError, HttpRequest};
+use super::http::HttpRequest;
 use super::model::{number_to_u64, Model};
+use super::request::{post_streaming, read_failure};
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, effective_thinking_level, js_stringify, js_truthy, AbortTexts, Failure,
@@ -915,23 +916,7 @@ fn run(
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);
     }
-    out.mark_sent();
-    let mut response = http::post(request, cancel).map_err(|e| match e {
-        HttpError::Aborted => Failure::Aborted,
-        other => Failure::Error(other.to_string()),
-    })?;
-    if !response.is_success() {
-        let status = response.status();
-        let content_type = response.content_type().map(str::to_owned);
-        let text = response
-            .read_text(ERROR_BODY_LIMIT)
-            .map_err(|e| read_failure(&e, cancel))?;
-        return Err(Failure::Error(http_error_message(
-            status,
-            content_type.as_deref(),
-            &text,
-        )));
-    }
+    let response = post_streaming(request, cancel, out, ERROR_BODY_LIMIT, http_error_message)?;
     out.start();
     let mut state = GoogleStream::new();
     for event in SseParser::new(BufReader::new(response)) {
@@ -947,15 +932,6 @@ fn run(
         return Err(Failure::Aborted);
     }
     state.finish(out).map_err(Failure::Error)
-}
-
-/// A failed body read: an abort when the token fired, else undici's `terminated: …`.
-fn read_failure(e: &std::io::Error, cancel: &CancelToken) -> Failure {
-    if cancel.is_cancelled() {
-        Failure::Aborted
-    } else {
-        Failure::Error(http::describe_read_error(e))
-    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod google;
 pub mod http;
 pub mod openai_completions;
 pub mod openai_responses;
+pub mod request;
 pub mod sse;
 pub mod stream;
 pub mod types;

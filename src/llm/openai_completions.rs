@@ -7,8 +7,9 @@ use std::io::BufReader;
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
-use super::http::{self, describe_read_error, HttpRequest};
+use super::http::{describe_read_error, HttpRequest};
 use super::model::Model;
+use super::request::{merge_sampling_params, post_streaming};
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, clamp_thinking_budget_to_answer_room, effective_thinking_level, js_stringify,
@@ -31,6 +32,8 @@ const ABORT_TEXTS: AbortTexts = AbortTexts {
 
 /// The largest error body quoted in an error message (pi's `MAX_PROVIDER_ERROR_BODY_CHARS`).
 const MAX_ERROR_BODY_CHARS: usize = 4000;
+/// How much of a non-success response body is read for the error message.
+const ERROR_BODY_LIMIT: usize = 4 << 20;
 
 /// Where the thinking level goes in the request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -795,21 +798,11 @@ pub fn build_request(
         }
     }
     // Sampling parameters last: model, then per-level values override named fields.
-    let level_key = effective_thinking_level(model, opts.thinking_level);
-    if let Some(sp) = &model.sampling_params {
-        for (k, v) in sp {
-            body.insert(k.clone(), v.clone());
-        }
-    }
-    if let Some(Value::Object(sp)) = model
-        .sampling_params_by_thinking_level
-        .as_ref()
-        .and_then(|m| m.get(level_key.as_str()))
-    {
-        for (k, v) in sp {
-            body.insert(k.clone(), v.clone());
-        }
-    }
+    merge_sampling_params(
+        model,
+        effective_thinking_level(model, opts.thinking_level),
+        &mut body,
+    );
 
     let mut headers: Vec<(String, String)> = Vec::new();
     headers.push(("accept".into(), "application/json".into()));
@@ -922,31 +915,15 @@ fn run(
     }
     let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
     let body = crate::util::to_js_vec(&req.body).map_err(|e| Failure::Error(e.to_string()))?;
-    out.mark_sent();
-    let mut resp = http::post(
-        HttpRequest {
-            url: req.url,
-            headers: req.headers,
-            body,
-            idle_timeout: opts.idle_timeout,
-        },
-        cancel,
-    )
-    .map_err(|e| match e {
-        http::HttpError::Aborted => Failure::Aborted,
-        other => Failure::Error(other.to_string()),
+    let request = HttpRequest {
+        url: req.url,
+        headers: req.headers,
+        body,
+        idle_timeout: opts.idle_timeout,
+    };
+    let resp = post_streaming(request, cancel, out, ERROR_BODY_LIMIT, |status, _, text| {
+        http_error_message(status, text)
     })?;
-    if !resp.is_success() {
-        let status = resp.status();
-        let text = resp.read_text(4 << 20).map_err(|e| {
-            if cancel.is_cancelled() {
-                Failure::Aborted
-            } else {
-                Failure::Error(describe_read_error(&e))
-            }
-        })?;
-        return Err(Failure::Error(http_error_message(status, &text)));
-    }
     out.start();
     let compat = CompletionsCompat::of(model);
     let mut state = StreamState::new(model);

@@ -12,8 +12,9 @@ use std::io::BufReader;
 
 use serde_json::{json, Map, Value};
 
-use super::http::{self, HttpError, HttpRequest};
+use super::http::HttpRequest;
 use super::model::{number_to_u64, Model};
+use super::request::{merge_sampling_params, post_streaming, read_failure};
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, effective_thinking_level, js_stringify, js_truthy, parse_error_body,
@@ -515,25 +516,6 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
     }
     merge_sampling_params(model, effective_thinking_level(model, level), &mut body);
     Value::Object(body)
-}
-
-/// `samplingParams` then `samplingParamsByThinkingLevel[level]`, merged last (they override
-/// named fields in place).
-fn merge_sampling_params(model: &Model, level: ThinkingLevel, body: &mut Map<String, Value>) {
-    if let Some(p) = &model.sampling_params {
-        for (k, v) in p {
-            body.insert(k.clone(), v.clone());
-        }
-    }
-    if let Some(Value::Object(p)) = model
-        .sampling_params_by_thinking_level
-        .as_ref()
-        .and_then(|m| m.get(level.as_str()))
-    {
-        for (k, v) in p {
-            body.insert(k.clone(), v.clone());
-        }
-    }
 }
 
 /// The endpoint: `{baseUrl}/responses`.
@@ -1275,18 +1257,9 @@ fn run(
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);
     }
-    out.mark_sent();
-    let mut response = http::post(request, cancel).map_err(|e| match e {
-        HttpError::Aborted => Failure::Aborted,
-        other => Failure::Error(other.to_string()),
+    let response = post_streaming(request, cancel, out, ERROR_BODY_LIMIT, |status, _, text| {
+        http_error_message(model, status, text)
     })?;
-    if !response.is_success() {
-        let status = response.status();
-        let text = response
-            .read_text(ERROR_BODY_LIMIT)
-            .map_err(|e| read_failure(&e, cancel))?;
-        return Err(Failure::Error(http_error_message(model, status, &text)));
-    }
     out.start();
     for event in SseParser::new(BufReader::new(response)) {
         let event = event.map_err(|e| read_failure(&e, cancel))?;
@@ -1305,15 +1278,6 @@ fn run(
         return Err(Failure::Aborted);
     }
     state.finish(&out.msg).map_err(Failure::Error)
-}
-
-/// A failed body read: an abort when the token fired, else undici's `terminated: …`.
-fn read_failure(e: &std::io::Error, cancel: &CancelToken) -> Failure {
-    if cancel.is_cancelled() {
-        Failure::Aborted
-    } else {
-        Failure::Error(http::describe_read_error(e))
-    }
 }
 
 #[cfg(test)]

@@ -7,12 +7,11 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
+use super::args::{check_cancelled, str_or_empty};
 use super::diff::{generate_edit_diff, Replacement};
 use super::path::{check_access, nfkc, node_error, node_error_code, resolve_to_cwd};
 use super::write::{with_file_lock, write_file};
 use super::{Tool, ToolContext, ToolOutput};
-
-const ABORTED: &str = "Operation aborted";
 
 /// `edit`: `{path, edits: [{oldText, newText}, …]}`.
 pub struct EditTool;
@@ -138,16 +137,8 @@ impl Tool for EditTool {
             Some(Value::Array(items)) if !items.is_empty() => items
                 .iter()
                 .map(|e| Edit {
-                    old_text: e
-                        .get("oldText")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    new_text: e
-                        .get("newText")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
+                    old_text: str_or_empty(e, "oldText").to_string(),
+                    new_text: str_or_empty(e, "newText").to_string(),
                 })
                 .collect(),
             _ => {
@@ -157,7 +148,7 @@ impl Tool for EditTool {
                 )
             }
         };
-        let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+        let path = str_or_empty(args, "path");
         let absolute = resolve_to_cwd(path, ctx.cwd);
         with_file_lock(&absolute, || edit_file(&absolute, path, &edits, ctx))
     }
@@ -169,31 +160,22 @@ fn edit_file(
     edits: &[Edit],
     ctx: &ToolContext<'_>,
 ) -> Result<ToolOutput, String> {
-    let aborted = || ctx.cancel.is_cancelled();
-    if aborted() {
-        return Err(ABORTED.into());
-    }
+    check_cancelled(ctx.cancel)?;
     if let Err(e) = check_access(absolute, true) {
-        if aborted() {
-            return Err(ABORTED.into());
-        }
+        check_cancelled(ctx.cancel)?;
         return Err(format!(
             "Could not edit file: {path}. Error code: {}.",
             node_error_code(&e)
         ));
     }
-    if aborted() {
-        return Err(ABORTED.into());
-    }
+    check_cancelled(ctx.cancel)?;
     let mut file =
         std::fs::File::open(absolute).map_err(|e| node_error(&e, "open", Some(absolute)))?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
         .map_err(|e| node_error(&e, "read", None))?;
     let raw = String::from_utf8_lossy(&bytes);
-    if aborted() {
-        return Err(ABORTED.into());
-    }
+    check_cancelled(ctx.cancel)?;
     let (bom, content) = split_bom(&raw);
     let normalized = normalize_to_lf(content);
     let applied = apply_edits_to_normalized_content(&normalized, edits, path)?;
@@ -204,18 +186,14 @@ fn edit_file(
         &applied.replacements,
         4,
     );
-    if aborted() {
-        return Err(ABORTED.into());
-    }
+    check_cancelled(ctx.cancel)?;
     let body = if content == normalized {
         applied.new_content
     } else {
         apply_replacements_to_original(content, &applied.replacements)
     };
     write_file(absolute, format!("{bom}{body}").as_bytes())?;
-    if aborted() {
-        return Err(ABORTED.into());
-    }
+    check_cancelled(ctx.cancel)?;
     Ok(ToolOutput {
         content: vec![json!({
             "type": "text",
@@ -587,32 +565,11 @@ pub fn apply_replacements_to_original(original: &str, replacements: &[Replacemen
 mod tests {
     use super::*;
     use crate::cancel::CancelToken;
-    use std::path::PathBuf;
-
-    fn temp_dir(tag: &str) -> PathBuf {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "pi-rpc-edit-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
+    use crate::tools::args::test_support::{schema_without_descriptions, temp_dir, tool_context};
 
     fn run(dir: &Path, args: Value) -> Result<ToolOutput, String> {
         let cancel = CancelToken::new();
-        let ctx = ToolContext {
-            cwd: dir,
-            cancel: &cancel,
-            shell_path: None,
-            shell_command_prefix: None,
-            env: Vec::new(),
-            model_supports_images: true,
-            model_id: "m".into(),
-            temp_dir: std::env::temp_dir(),
-        };
+        let ctx = tool_context(dir, &cancel, true, "m");
         let prepared = EditTool.prepare_arguments(args);
         EditTool.execute(&prepared, &ctx, &mut |_| {})
     }
@@ -867,18 +824,6 @@ mod tests {
         let expected: String = (0..8).map(|i| format!("done {i}\n")).collect();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    fn schema_without_descriptions(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => Value::Object(
-                m.iter()
-                    .filter(|(k, _)| k.as_str() != "description")
-                    .map(|(k, v)| (k.clone(), schema_without_descriptions(v)))
-                    .collect(),
-            ),
-            other => other.clone(),
-        }
     }
 
     #[test]

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkBuilder;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::ls::effective_limit;
+use super::args::{check_cancelled, limit_arg, required_str, search_dir, Notices, ABORTED};
 use super::path::resolve_to_cwd;
-use super::truncate::{format_size, truncate_head, DEFAULT_MAX_BYTES};
+use super::truncate::{truncate_head, DEFAULT_MAX_BYTES};
 use super::{Tool, ToolContext, ToolOutput};
 
 const DEFAULT_LIMIT: f64 = 1000.0;
@@ -56,20 +56,10 @@ impl Tool for FindTool {
         ctx: &ToolContext<'_>,
         _on_update: &mut dyn FnMut(Value),
     ) -> Result<ToolOutput, String> {
-        if ctx.cancel.is_cancelled() {
-            return Err("Operation aborted".to_string());
-        }
-        let pattern = args
-            .get("pattern")
-            .and_then(Value::as_str)
-            .ok_or_else(|| "pattern must be a string".to_string())?;
-        let dir = args
-            .get("path")
-            .and_then(Value::as_str)
-            .filter(|p| !p.is_empty())
-            .unwrap_or(".");
-        let limit = effective_limit(args.get("limit").and_then(Value::as_f64), DEFAULT_LIMIT);
-        let search_path = resolve_to_cwd(dir, ctx.cwd);
+        check_cancelled(ctx.cancel)?;
+        let pattern = required_str(args, "pattern")?;
+        let limit = limit_arg(args, DEFAULT_LIMIT);
+        let search_path = resolve_to_cwd(search_dir(args), ctx.cwd);
         let cancelled = || ctx.cancel.is_cancelled();
         find(pattern, &search_path, limit, &cancelled)
     }
@@ -161,7 +151,7 @@ fn find(
     let mut limit_reached = false;
     for entry in builder.build() {
         if cancelled() {
-            return Err("Operation aborted".to_string());
+            return Err(ABORTED.to_string());
         }
         let Ok(entry) = entry else { continue };
         if entry.depth() == 0 {
@@ -195,33 +185,25 @@ fn find(
     let mut truncation = truncate_head(&stored.join("\n"), usize::MAX, DEFAULT_MAX_BYTES);
     truncation.total_lines = result_count;
     truncation.total_bytes = output_bytes - 1;
-    let mut output = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
+    let mut notices = Notices::new();
     if limit_reached {
-        notices.push(format!(
-            "{limit} results limit reached. Use limit={} for more, or refine pattern",
-            limit.saturating_mul(2)
-        ));
-        details.insert("resultLimitReached".into(), json!(limit));
+        notices.add(
+            format!(
+                "{limit} results limit reached. Use limit={} for more, or refine pattern",
+                limit.saturating_mul(2)
+            ),
+            "resultLimitReached",
+            json!(limit),
+        );
     }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), truncation.to_value());
-    }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    Ok(ToolOutput {
-        details: (!details.is_empty()).then_some(Value::Object(details)),
-        ..ToolOutput::text(output)
-    })
+    notices.byte_limit(&truncation);
+    Ok(notices.finish(truncation.content))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cancel::CancelToken;
+    use crate::tools::args::test_support::{run_tool, text_or_err as text};
 
     fn tree() -> PathBuf {
         let d = std::env::temp_dir().join(format!("pi-rpc-find-{}", uuid::Uuid::new_v4().simple()));
@@ -245,25 +227,7 @@ mod tests {
     }
 
     fn run(cwd: &Path, args: Value) -> Result<ToolOutput, String> {
-        let cancel = CancelToken::new();
-        let ctx = ToolContext {
-            cwd,
-            cancel: &cancel,
-            shell_path: None,
-            shell_command_prefix: None,
-            env: vec![],
-            model_supports_images: false,
-            model_id: String::new(),
-            temp_dir: std::env::temp_dir(),
-        };
-        FindTool.execute(&args, &ctx, &mut |_| {})
-    }
-
-    fn text(r: Result<ToolOutput, String>) -> String {
-        match r {
-            Ok(o) => o.content[0]["text"].as_str().unwrap_or("").to_string(),
-            Err(e) => format!("ERR {e}"),
-        }
+        run_tool(&FindTool, cwd, args)
     }
 
     #[test]

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use ignore::overrides::OverrideBuilder;
 use ignore::WalkBuilder;
 use regex::bytes::{Regex, RegexBuilder};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::find::relative_slash;
-use super::ls::effective_limit;
-use super::path::resolve_to_cwd;
-use super::truncate::{
-    format_size, truncate_head, truncate_line, DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH,
+use super::args::{
+    check_cancelled, flag, limit_arg, non_empty_str, required_str, search_dir, Notices, ABORTED,
 };
+use super::find::relative_slash;
+use super::path::resolve_to_cwd;
+use super::truncate::{truncate_head, truncate_line, DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH};
 use super::{Tool, ToolContext, ToolOutput};
 
 const DEFAULT_LIMIT: f64 = 100.0;
@@ -67,18 +67,8 @@ impl Tool for GrepTool {
         ctx: &ToolContext<'_>,
         _on_update: &mut dyn FnMut(Value),
     ) -> Result<ToolOutput, String> {
-        if ctx.cancel.is_cancelled() {
-            return Err("Operation aborted".to_string());
-        }
-        let pattern = args
-            .get("pattern")
-            .and_then(Value::as_str)
-            .ok_or_else(|| "pattern must be a string".to_string())?;
-        let dir = args
-            .get("path")
-            .and_then(Value::as_str)
-            .filter(|p| !p.is_empty())
-            .unwrap_or(".");
+        check_cancelled(ctx.cancel)?;
+        let pattern = required_str(args, "pattern")?;
         let context = args
             .get("context")
             .and_then(Value::as_f64)
@@ -87,21 +77,12 @@ impl Tool for GrepTool {
             .unwrap_or(0);
         let opts = GrepOptions {
             pattern,
-            search_path: resolve_to_cwd(dir, ctx.cwd),
-            glob: args
-                .get("glob")
-                .and_then(Value::as_str)
-                .filter(|g| !g.is_empty()),
-            ignore_case: args
-                .get("ignoreCase")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            literal: args
-                .get("literal")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            search_path: resolve_to_cwd(search_dir(args), ctx.cwd),
+            glob: non_empty_str(args, "glob"),
+            ignore_case: flag(args, "ignoreCase"),
+            literal: flag(args, "literal"),
             context,
-            limit: effective_limit(args.get("limit").and_then(Value::as_f64), DEFAULT_LIMIT),
+            limit: limit_arg(args, DEFAULT_LIMIT),
         };
         grep(&opts, &|| ctx.cancel.is_cancelled())
     }
@@ -288,7 +269,7 @@ fn grep(opts: &GrepOptions<'_>, cancelled: &dyn Fn() -> bool) -> Result<ToolOutp
         }
         for entry in builder.build() {
             if cancelled() {
-                return Err("Operation aborted".to_string());
+                return Err(ABORTED.to_string());
             }
             if col.done {
                 break;
@@ -327,7 +308,7 @@ fn grep(opts: &GrepOptions<'_>, cancelled: &dyn Fn() -> bool) -> Result<ToolOutp
         }
     }
     if cancelled() {
-        return Err("Operation aborted".to_string());
+        return Err(ABORTED.to_string());
     }
     if col.match_count == 0 {
         return Ok(ToolOutput::text("No matches found"));
@@ -336,40 +317,35 @@ fn grep(opts: &GrepOptions<'_>, cancelled: &dyn Fn() -> bool) -> Result<ToolOutp
     let mut truncation = truncate_head(&col.output_lines.join("\n"), usize::MAX, DEFAULT_MAX_BYTES);
     truncation.total_lines = col.output_line_count;
     truncation.total_bytes = col.output_bytes - 1;
-    let mut output = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
+    let mut notices = Notices::new();
     if col.match_limit_reached {
-        notices.push(format!(
-            "{} matches limit reached. Use limit={} for more, or refine pattern",
-            opts.limit,
-            opts.limit.saturating_mul(2)
-        ));
-        details.insert("matchLimitReached".into(), json!(opts.limit));
+        notices.add(
+            format!(
+                "{} matches limit reached. Use limit={} for more, or refine pattern",
+                opts.limit,
+                opts.limit.saturating_mul(2)
+            ),
+            "matchLimitReached",
+            json!(opts.limit),
+        );
     }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), truncation.to_value());
-    }
+    notices.byte_limit(&truncation);
     if col.lines_truncated {
-        notices.push(format!(
-            "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
-        ));
-        details.insert("linesTruncated".into(), json!(true));
+        notices.add(
+            format!(
+                "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
+            ),
+            "linesTruncated",
+            json!(true),
+        );
     }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    Ok(ToolOutput {
-        details: (!details.is_empty()).then_some(Value::Object(details)),
-        ..ToolOutput::text(output)
-    })
+    Ok(notices.finish(truncation.content))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cancel::CancelToken;
+    use crate::tools::args::test_support::{run_tool, text_or_err as text};
 
     fn tree() -> PathBuf {
         let d = std::env::temp_dir().join(format!("pi-rpc-grep-{}", uuid::Uuid::new_v4().simple()));
@@ -392,25 +368,7 @@ mod tests {
     }
 
     fn run(cwd: &Path, args: Value) -> Result<ToolOutput, String> {
-        let cancel = CancelToken::new();
-        let ctx = ToolContext {
-            cwd,
-            cancel: &cancel,
-            shell_path: None,
-            shell_command_prefix: None,
-            env: vec![],
-            model_supports_images: false,
-            model_id: String::new(),
-            temp_dir: std::env::temp_dir(),
-        };
-        GrepTool.execute(&args, &ctx, &mut |_| {})
-    }
-
-    fn text(r: Result<ToolOutput, String>) -> String {
-        match r {
-            Ok(o) => o.content[0]["text"].as_str().unwrap_or("").to_string(),
-            Err(e) => format!("ERR {e}"),
-        }
+        run_tool(&GrepTool, cwd, args)
     }
 
     #[test]

@@ -5,10 +5,11 @@
 use std::cmp::Ordering;
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use super::args::{check_cancelled, limit_arg, search_dir, Notices, ABORTED};
 use super::path::{node_error, resolve_to_cwd};
-use super::truncate::{format_size, truncate_head, DEFAULT_MAX_BYTES};
+use super::truncate::{truncate_head, DEFAULT_MAX_BYTES};
 use super::{Tool, ToolContext, ToolOutput};
 
 const DEFAULT_LIMIT: f64 = 500.0;
@@ -49,29 +50,10 @@ impl Tool for LsTool {
         ctx: &ToolContext<'_>,
         _on_update: &mut dyn FnMut(Value),
     ) -> Result<ToolOutput, String> {
-        if ctx.cancel.is_cancelled() {
-            return Err("Operation aborted".to_string());
-        }
-        let path = args
-            .get("path")
-            .and_then(Value::as_str)
-            .filter(|p| !p.is_empty())
-            .unwrap_or(".");
-        let limit = effective_limit(args.get("limit").and_then(Value::as_f64), DEFAULT_LIMIT);
-        let dir = resolve_to_cwd(path, ctx.cwd);
+        check_cancelled(ctx.cancel)?;
+        let limit = limit_arg(args, DEFAULT_LIMIT);
+        let dir = resolve_to_cwd(search_dir(args), ctx.cwd);
         list_dir(&dir, limit, &|| ctx.cancel.is_cancelled())
-    }
-}
-
-/// `max(1, floor(limit ?? default))`.
-pub fn effective_limit(limit: Option<f64>, default: f64) -> usize {
-    let v = limit.filter(|v| !v.is_nan()).unwrap_or(default).floor();
-    if v < 1.0 {
-        1
-    } else if v >= usize::MAX as f64 {
-        usize::MAX
-    } else {
-        v as usize
     }
 }
 
@@ -103,7 +85,7 @@ fn list_dir(dir: &Path, limit: usize, cancelled: &dyn Fn() -> bool) -> Result<To
             break;
         }
         if cancelled() {
-            return Err("Operation aborted".to_string());
+            return Err(ABORTED.to_string());
         }
         // Entries that cannot be stat-ed (broken links, races) are skipped.
         let Ok(meta) = std::fs::metadata(dir.join(name)) else {
@@ -117,27 +99,19 @@ fn list_dir(dir: &Path, limit: usize, cancelled: &dyn Fn() -> bool) -> Result<To
     }
     let raw = results.join("\n");
     let truncation = truncate_head(&raw, usize::MAX, DEFAULT_MAX_BYTES);
-    let mut output = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
+    let mut notices = Notices::new();
     if entry_limit_reached {
-        notices.push(format!(
-            "{limit} entries limit reached. Use limit={} for more",
-            limit.saturating_mul(2)
-        ));
-        details.insert("entryLimitReached".into(), json!(limit));
+        notices.add(
+            format!(
+                "{limit} entries limit reached. Use limit={} for more",
+                limit.saturating_mul(2)
+            ),
+            "entryLimitReached",
+            json!(limit),
+        );
     }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), truncation.to_value());
-    }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    Ok(ToolOutput {
-        details: (!details.is_empty()).then_some(Value::Object(details)),
-        ..ToolOutput::text(output)
-    })
+    notices.byte_limit(&truncation);
+    Ok(notices.finish(truncation.content))
 }
 
 /// `a.toLowerCase().localeCompare(b.toLowerCase())` approximated for file names: ICU's root
@@ -196,7 +170,7 @@ fn primary_weight(c: char) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cancel::CancelToken;
+    use crate::tools::args::test_support::run_tool;
     use std::path::PathBuf;
 
     fn tmp() -> PathBuf {
@@ -206,18 +180,7 @@ mod tests {
     }
 
     fn run(cwd: &Path, args: Value) -> Result<ToolOutput, String> {
-        let cancel = CancelToken::new();
-        let ctx = ToolContext {
-            cwd,
-            cancel: &cancel,
-            shell_path: None,
-            shell_command_prefix: None,
-            env: vec![],
-            model_supports_images: false,
-            model_id: String::new(),
-            temp_dir: std::env::temp_dir(),
-        };
-        LsTool.execute(&args, &ctx, &mut |_| {})
+        run_tool(&LsTool, cwd, args)
     }
 
     fn text(out: &ToolOutput) -> &str {

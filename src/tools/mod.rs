@@ -6,6 +6,7 @@
 //! `{"content":[{"type":"text","text":<message>}],"details":{}}` with `isError:true`, which the
 //! model reads; it never ends the run.
 
+pub mod args;
 pub mod bash;
 pub mod diff;
 pub mod edit;

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::args::{check_cancelled, str_or_empty};
 use super::path::{check_access, node_error, resolve_read_path};
 use super::truncate::{
     format_size, truncate_head, Truncation, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES,
@@ -14,7 +15,6 @@ use super::truncate::{
 use super::validate::js_number_string;
 use super::{Tool, ToolContext, ToolOutput};
 
-const ABORTED: &str = "Operation aborted";
 /// Bytes read to recognise an image.
 const IMAGE_SNIFF_BYTES: usize = 4100;
 /// Largest base64 payload sent inline (4.5 MiB, below providers' 5 MB limits).
@@ -73,24 +73,18 @@ impl Tool for ReadTool {
         ctx: &ToolContext<'_>,
         _on_update: &mut dyn FnMut(Value),
     ) -> Result<ToolOutput, String> {
-        if ctx.cancel.is_cancelled() {
-            return Err(ABORTED.into());
-        }
-        let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+        check_cancelled(ctx.cancel)?;
+        let path = str_or_empty(args, "path");
         let offset = args.get("offset").and_then(Value::as_f64);
         let limit = args.get("limit").and_then(Value::as_f64);
         let absolute = resolve_read_path(path, ctx.cwd);
         check_access(&absolute, false).map_err(|e| node_error(&e, "access", Some(&absolute)))?;
-        if ctx.cancel.is_cancelled() {
-            return Err(ABORTED.into());
-        }
+        check_cancelled(ctx.cancel)?;
         let output = match sniff_image(&absolute)? {
             Some(mime) => read_image(&absolute, mime, ctx)?,
             None => read_text(&absolute, path, offset, limit, ctx)?,
         };
-        if ctx.cancel.is_cancelled() {
-            return Err(ABORTED.into());
-        }
+        check_cancelled(ctx.cancel)?;
         Ok(output)
     }
 }
@@ -264,9 +258,7 @@ fn select_streaming(
     let mut s = LineSelector::new();
     let mut line = 0usize;
     loop {
-        if ctx.cancel.is_cancelled() {
-            return Err(ABORTED.into());
-        }
+        check_cancelled(ctx.cancel)?;
         let buf = reader
             .fill_buf()
             .map_err(|e| node_error(&e, "read", None))?;
@@ -746,31 +738,10 @@ fn encode_png_rgb(width: u32, height: u32, scanlines: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::cancel::CancelToken;
-    use std::path::PathBuf;
-
-    fn temp_dir(tag: &str) -> PathBuf {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "pi-rpc-read-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
+    use crate::tools::args::test_support::{schema_without_descriptions, temp_dir, tool_context};
 
     fn ctx<'a>(cwd: &'a Path, cancel: &'a CancelToken, images: bool) -> ToolContext<'a> {
-        ToolContext {
-            cwd,
-            cancel,
-            shell_path: None,
-            shell_command_prefix: None,
-            env: Vec::new(),
-            model_supports_images: images,
-            model_id: "mock-sonnet".into(),
-            temp_dir: std::env::temp_dir(),
-        }
+        tool_context(cwd, cancel, images, "mock-sonnet")
     }
 
     fn read(dir: &Path, args: Value) -> Result<ToolOutput, String> {
@@ -1050,18 +1021,6 @@ mod tests {
         assert_eq!(base64_encode(b"foo"), "Zm9v");
         assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
         assert_eq!(base64_encode(&[0xfb, 0xff]), "+/8=");
-    }
-
-    fn schema_without_descriptions(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => Value::Object(
-                m.iter()
-                    .filter(|(k, _)| k.as_str() != "description")
-                    .map(|(k, v)| (k.clone(), schema_without_descriptions(v)))
-                    .collect(),
-            ),
-            other => other.clone(),
-        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
+use super::args::{check_cancelled, str_or_empty};
 use super::path::{node_error, resolve_to_cwd};
 use super::{Tool, ToolContext, ToolOutput};
 
@@ -42,8 +43,6 @@ pub fn with_file_lock<T>(path: &Path, f: impl FnOnce() -> T) -> T {
 
 /// `write`: `{path, content}`.
 pub struct WriteTool;
-
-const ABORTED: &str = "Operation aborted";
 
 impl Tool for WriteTool {
     fn name(&self) -> &'static str {
@@ -87,28 +86,18 @@ impl Tool for WriteTool {
         ctx: &ToolContext<'_>,
         _on_update: &mut dyn FnMut(Value),
     ) -> Result<ToolOutput, String> {
-        let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
-        let content = args
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let path = str_or_empty(args, "path");
+        let content = str_or_empty(args, "content");
         let absolute = resolve_to_cwd(path, ctx.cwd);
         let dir = absolute
             .parent()
             .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
         with_file_lock(&absolute, || {
-            let aborted = || ctx.cancel.is_cancelled();
-            if aborted() {
-                return Err(ABORTED.to_string());
-            }
+            check_cancelled(ctx.cancel)?;
             std::fs::create_dir_all(&dir).map_err(|e| node_error(&e, "mkdir", Some(&dir)))?;
-            if aborted() {
-                return Err(ABORTED.to_string());
-            }
+            check_cancelled(ctx.cancel)?;
             write_file(&absolute, content.as_bytes())?;
-            if aborted() {
-                return Err(ABORTED.to_string());
-            }
+            check_cancelled(ctx.cancel)?;
             Ok(ToolOutput::text(format!("Successfully wrote to {path}")))
         })
     }
@@ -130,30 +119,10 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::cancel::CancelToken;
-
-    fn temp_dir(tag: &str) -> PathBuf {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "pi-rpc-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
+    use crate::tools::args::test_support::{schema_without_descriptions, temp_dir, tool_context};
 
     fn ctx<'a>(cwd: &'a Path, cancel: &'a CancelToken) -> ToolContext<'a> {
-        ToolContext {
-            cwd,
-            cancel,
-            shell_path: None,
-            shell_command_prefix: None,
-            env: Vec::new(),
-            model_supports_images: true,
-            model_id: "m".into(),
-            temp_dir: std::env::temp_dir(),
-        }
+        tool_context(cwd, cancel, true, "m")
     }
 
     #[test]
@@ -241,18 +210,6 @@ mod tests {
         assert_eq!(max.load(Ordering::SeqCst), 1);
         assert!(!locks().lock().contains_key(&path));
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    fn schema_without_descriptions(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => Value::Object(
-                m.iter()
-                    .filter(|(k, _)| k.as_str() != "description")
-                    .map(|(k, v)| (k.clone(), schema_without_descriptions(v)))
-                    .collect(),
-            ),
-            other => other.clone(),
-        }
     }
 
     #[test]

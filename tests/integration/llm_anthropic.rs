@@ -5,13 +5,14 @@ use std::time::{Duration, Instant};
 
 use pi_rpc::cancel::CancelToken;
 use pi_rpc::llm::model::ModelCost;
-use pi_rpc::llm::stream::{stream_assistant, StreamUpdate};
-use pi_rpc::llm::types::{
-    AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason, StreamOptions, Tool, Usage,
-};
+use pi_rpc::llm::types::{AssistantMessage, ContentBlock, LlmMessage, StopReason, Usage};
 use pi_rpc::llm::{Model, ThinkingLevel};
 use serde_json::{json, Value};
 
+use crate::support::llm::{
+    bash_result, closed_port, ctx, normalized, opts, run, run_cancelled_after, user, user_with_png,
+    zero_usage,
+};
 use crate::support::mock_llm::MockLlm;
 
 fn model(base_url: &str) -> Model {
@@ -34,66 +35,6 @@ fn model(base_url: &str) -> Model {
         max_tokens: 8192,
         ..Model::default()
     }
-}
-
-fn opts() -> StreamOptions {
-    StreamOptions {
-        api_key: Some("test-key".into()),
-        ..StreamOptions::default()
-    }
-}
-
-fn bash_tool() -> Tool {
-    Tool {
-        name: "bash".into(),
-        description: "Execute a bash command".into(),
-        parameters: json!({"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}),
-    }
-}
-
-fn user(text: &str) -> LlmMessage {
-    LlmMessage::User {
-        content: vec![ContentBlock::text(text)],
-        timestamp: 1,
-    }
-}
-
-fn ctx(messages: Vec<LlmMessage>) -> LlmContext {
-    LlmContext {
-        system_prompt: "You are a test.".into(),
-        messages,
-        tools: vec![bash_tool()],
-    }
-}
-
-/// Runs one request; returns the final message and the reported updates (`{"start": partial}`
-/// or the wire event).
-fn run(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-) -> (AssistantMessage, Vec<Value>) {
-    let mut updates = Vec::new();
-    let msg = stream_assistant(model, ctx, opts, cancel, &mut |u| match u {
-        StreamUpdate::Start(p) => updates.push(json!({ "start": p.to_value() })),
-        StreamUpdate::Event(_, e) => updates.push(e.to_wire()),
-    });
-    (msg, updates)
-}
-
-/// The final message's JSON with the clock-dependent fields zeroed.
-fn normalized(msg: &AssistantMessage) -> Value {
-    assert!(msg.timestamp > 0);
-    assert!(msg.duration_ms.is_some());
-    let mut m = msg.clone();
-    m.timestamp = 0;
-    m.duration_ms = Some(0);
-    m.to_value()
-}
-
-fn zero_usage() -> Value {
-    json!({"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}})
 }
 
 #[test]
@@ -189,22 +130,8 @@ fn request_carries_prompt_tools_history_and_images() {
     let context = ctx(vec![
         user("List files"),
         LlmMessage::Assistant(previous),
-        LlmMessage::ToolResult {
-            tool_call_id: "toolu_prev".into(),
-            tool_name: "bash".into(),
-            content: vec![ContentBlock::text("a.txt\n")],
-            is_error: false,
-        },
-        LlmMessage::User {
-            content: vec![
-                ContentBlock::text("What is this?"),
-                ContentBlock::Image {
-                    data: "iVBORw0KGgo=".into(),
-                    mime_type: "image/png".into(),
-                },
-            ],
-            timestamp: 3,
-        },
+        bash_result("toolu_prev", "a.txt\n"),
+        user_with_png("What is this?"),
     ]);
     let (msg, _) = run(&m, &context, &opts(), &CancelToken::new());
     assert_eq!(msg.stop_reason, StopReason::Stop, "{:?}", msg.error_message);
@@ -354,34 +281,9 @@ fn abort_during_a_hang_returns_promptly() {
         "hang": true
     }]}));
     let m = model(&mock.base_url());
-    let cancel = CancelToken::new();
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let canceller = {
-        let cancel = cancel.clone();
-        std::thread::spawn(move || {
-            // Cancel once the text block has ended (the server then stops sending).
-            let _ = rx.recv_timeout(Duration::from_secs(10));
-            std::thread::sleep(Duration::from_millis(50));
-            let at = Instant::now();
-            cancel.cancel();
-            at
-        })
-    };
-    let mut updates = Vec::new();
-    let msg = stream_assistant(&m, &ctx(vec![user("hi")]), &opts(), &cancel, &mut |u| {
-        if let StreamUpdate::Event(_, e) = u {
-            if e.type_name() == "text_end" {
-                let _ = tx.send(());
-            }
-            updates.push(e.to_wire());
-        }
-    });
-    let returned = Instant::now();
-    let cancelled_at = canceller.join().unwrap();
-    eprintln!(
-        "anthropic: cancel → stream_assistant returned in {:?}",
-        returned.saturating_duration_since(cancelled_at)
-    );
+    // Cancel once the text block has ended (the server then stops sending).
+    let (msg, took) = run_cancelled_after(&m, &ctx(vec![user("hi")]), &opts(), "text_end");
+    eprintln!("anthropic: cancel → stream_assistant returned in {took:?}");
     let v = normalized(&msg);
     assert_eq!(v["stopReason"], "aborted");
     assert_eq!(v["errorMessage"], "This operation was aborted");
@@ -435,11 +337,7 @@ fn abort_before_the_response_and_before_the_request() {
 
 #[test]
 fn connection_refused_is_a_retryable_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = closed_port();
     let m = model(&format!("http://127.0.0.1:{port}"));
     let (msg, updates) = run(&m, &ctx(vec![user("hi")]), &opts(), &CancelToken::new());
     assert!(updates.is_empty());

@@ -1,17 +1,18 @@
 //! The OpenAI Chat Completions adapter against the scripted server: `stream_assistant` end to
 //! end (request sent, events, final message, errors, abort).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pi_rpc::cancel::CancelToken;
 use pi_rpc::llm::model::ModelCost;
-use pi_rpc::llm::stream::{stream_assistant, StreamUpdate};
-use pi_rpc::llm::types::{
-    AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason, StreamOptions, Tool,
-};
+use pi_rpc::llm::types::{AssistantMessage, ContentBlock, LlmMessage, StopReason};
 use pi_rpc::llm::{Model, ThinkingLevel};
-use serde_json::{json, Value};
+use serde_json::json;
 
+use crate::support::llm::{
+    bash_result, closed_port, ctx, normalized, opts, run, run_cancelled_after, user, user_with_png,
+    zero_usage,
+};
 use crate::support::mock_llm::MockLlm;
 
 fn model(base_url: &str) -> Model {
@@ -34,59 +35,6 @@ fn model(base_url: &str) -> Model {
         max_tokens: 4096,
         ..Model::default()
     }
-}
-
-fn opts() -> StreamOptions {
-    StreamOptions {
-        api_key: Some("test-key".into()),
-        ..StreamOptions::default()
-    }
-}
-
-fn user(text: &str) -> LlmMessage {
-    LlmMessage::User {
-        content: vec![ContentBlock::text(text)],
-        timestamp: 1,
-    }
-}
-
-fn ctx(messages: Vec<LlmMessage>) -> LlmContext {
-    LlmContext {
-        system_prompt: "You are a test.".into(),
-        messages,
-        tools: vec![Tool {
-            name: "bash".into(),
-            description: "Execute a bash command".into(),
-            parameters: json!({"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}),
-        }],
-    }
-}
-
-fn run(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-) -> (AssistantMessage, Vec<Value>) {
-    let mut updates = Vec::new();
-    let msg = stream_assistant(model, ctx, opts, cancel, &mut |u| match u {
-        StreamUpdate::Start(p) => updates.push(json!({ "start": p.to_value() })),
-        StreamUpdate::Event(_, e) => updates.push(e.to_wire()),
-    });
-    (msg, updates)
-}
-
-fn normalized(msg: &AssistantMessage) -> Value {
-    assert!(msg.timestamp > 0);
-    assert!(msg.duration_ms.is_some());
-    let mut m = msg.clone();
-    m.timestamp = 0;
-    m.duration_ms = Some(0);
-    m.to_value()
-}
-
-fn zero_usage() -> Value {
-    json!({"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}})
 }
 
 #[test]
@@ -201,22 +149,8 @@ fn request_body_with_history_and_images() {
     let context = ctx(vec![
         user("hello oai"),
         LlmMessage::Assistant(previous),
-        LlmMessage::ToolResult {
-            tool_call_id: "call_1".into(),
-            tool_name: "bash".into(),
-            content: vec![ContentBlock::text("hi\n")],
-            is_error: false,
-        },
-        LlmMessage::User {
-            content: vec![
-                ContentBlock::text("and this?"),
-                ContentBlock::Image {
-                    data: "iVBORw0KGgo=".into(),
-                    mime_type: "image/png".into(),
-                },
-            ],
-            timestamp: 3,
-        },
+        bash_result("call_1", "hi\n"),
+        user_with_png("and this?"),
     ]);
     let (msg, _) = run(&m, &context, &opts(), &CancelToken::new());
     assert_eq!(msg.stop_reason, StopReason::Stop, "{:?}", msg.error_message);
@@ -337,31 +271,8 @@ fn abort_during_a_hang_returns_promptly() {
         "hang": true
     }]}));
     let m = model(&mock.base_url());
-    let cancel = CancelToken::new();
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let canceller = {
-        let cancel = cancel.clone();
-        std::thread::spawn(move || {
-            let _ = rx.recv_timeout(Duration::from_secs(10));
-            std::thread::sleep(Duration::from_millis(50));
-            let at = Instant::now();
-            cancel.cancel();
-            at
-        })
-    };
-    let msg = stream_assistant(&m, &ctx(vec![user("hi")]), &opts(), &cancel, &mut |u| {
-        if let StreamUpdate::Event(_, e) = u {
-            if e.type_name() == "text_delta" {
-                let _ = tx.send(());
-            }
-        }
-    });
-    let returned = Instant::now();
-    let cancelled_at = canceller.join().unwrap();
-    eprintln!(
-        "openai-completions: cancel → stream_assistant returned in {:?}",
-        returned.saturating_duration_since(cancelled_at)
-    );
+    let (msg, took) = run_cancelled_after(&m, &ctx(vec![user("hi")]), &opts(), "text_delta");
+    eprintln!("openai-completions: cancel → stream_assistant returned in {took:?}");
     let v = normalized(&msg);
     assert_eq!(v["stopReason"], "aborted");
     assert_eq!(v["errorMessage"], "Request was aborted");
@@ -371,11 +282,7 @@ fn abort_during_a_hang_returns_promptly() {
 
 #[test]
 fn connection_refused_is_a_retryable_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = closed_port();
     let m = model(&format!("http://127.0.0.1:{port}"));
     let (msg, updates) = run(&m, &ctx(vec![user("hi")]), &opts(), &CancelToken::new());
     assert!(updates.is_empty());

@@ -432,13 +432,23 @@ fn session_files_continue_through_the_binary_as_in_pi() {
         );
         // What pi answered for the same file.
         let messages = agent.request("m0", json!({"type": "get_messages"}));
-        assert_eq!(messages["data"], want["get_messages"], "{name}: get_messages");
+        assert_eq!(
+            messages["data"], want["get_messages"],
+            "{name}: get_messages"
+        );
         let tree = agent.request("t0", json!({"type": "get_tree"}));
         assert_eq!(tree["data"], want["get_tree"], "{name}: get_tree");
         let mut stats = agent.request("s0", json!({"type": "get_session_stats"}))["data"].clone();
-        assert_eq!(stats["sessionFile"], json!(path.to_string_lossy()), "{name}");
+        assert_eq!(
+            stats["sessionFile"],
+            json!(path.to_string_lossy()),
+            "{name}"
+        );
         stats.as_object_mut().unwrap().remove("sessionFile");
-        assert_eq!(stats, want["get_session_stats"], "{name}: get_session_stats");
+        assert_eq!(
+            stats, want["get_session_stats"],
+            "{name}: get_session_stats"
+        );
         let state = agent.request("st", json!({"type": "get_state"}))["data"].clone();
         for key in ["thinkingLevel", "sessionId", "sessionName", "messageCount"] {
             assert_eq!(
@@ -447,7 +457,10 @@ fn session_files_continue_through_the_binary_as_in_pi() {
                 "{name}: get_state {key}"
             );
         }
-        assert_eq!(state["model"]["provider"], want["get_state"]["model"]["provider"]);
+        assert_eq!(
+            state["model"]["provider"],
+            want["get_state"]["model"]["provider"]
+        );
         assert_eq!(state["model"]["id"], want["get_state"]["model"]["id"]);
 
         // Continuing: the LLM sees the same conversation pi sent it.
@@ -479,4 +492,86 @@ fn session_files_continue_through_the_binary_as_in_pi() {
         let raws: Vec<&str> = sm.entries().iter().map(Entry::raw).collect();
         assert_eq!(raws, after[1..], "{name}");
     }
+}
+
+/// Regression (found comparing with pi 1.6.0): after `switch_session` (or `--session`) pi-rpc
+/// kept running tools and RPC `bash` in the process cwd, and switched to files whose recorded
+/// cwd no longer exists. pi makes the session's recorded cwd the working directory, and refuses
+/// such files with the same error as at start-up, staying on the current session.
+#[test]
+fn switch_session_follows_the_recorded_cwd_and_refuses_a_missing_one() {
+    let tmp = TempDir::new("sessions-cwd");
+    let cwd = tmp.path().join("cwd");
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    std::fs::create_dir_all(&elsewhere).expect("elsewhere");
+    let other = copy_fixture_with_cwd(&tmp, "pi160_plain_name_image.jsonl", &elsewhere);
+    let gone_dir = tmp.path().join("gone");
+    let gone = copy_fixture_with_cwd(&tmp, "pi160_tools_bash_thinking.jsonl", &gone_dir);
+
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "tool_call", "id": "toolu_1", "name": "bash", "input": {"command": "pwd"}}]},
+        {"blocks": [{"type": "text", "text": "There."}]}
+    ]}));
+    let mut agent = agent_for(&mock)
+        .no_default_args()
+        .args([
+            "--provider",
+            "mock",
+            "--model",
+            "mock-sonnet",
+            "--session-dir",
+        ])
+        .args([tmp.path().join("sessions").to_string_lossy().into_owned()])
+        .in_cwd(&cwd)
+        .spawn();
+    let before = agent.request("st0", json!({"type": "get_state"}))["data"].clone();
+
+    let refused = agent.request(
+        "sw1",
+        json!({"type": "switch_session", "sessionPath": gone.to_string_lossy()}),
+    );
+    assert_eq!(refused["success"], false, "{refused}");
+    assert_eq!(
+        refused["error"],
+        format!(
+            "Stored session working directory does not exist: {}\nSession file: {}\nCurrent working directory: {}",
+            gone_dir.display(),
+            gone.display(),
+            cwd.display()
+        )
+    );
+    let state = agent.request("st1", json!({"type": "get_state"}))["data"].clone();
+    assert_eq!(state["sessionId"], before["sessionId"]);
+
+    let switched = agent.request(
+        "sw2",
+        json!({"type": "switch_session", "sessionPath": other.to_string_lossy()}),
+    );
+    assert_eq!(switched["success"], true, "{switched}");
+    let recs = run_prompt(&mut agent, "p1", "Where are you?");
+    let result = recs
+        .iter()
+        .find(|r| r["type"] == "message_end" && r["message"]["role"] == "toolResult")
+        .expect("a tool result");
+    let shown = |out: &Value| {
+        let text = out.as_str().unwrap_or("").trim_end();
+        std::fs::canonicalize(text).unwrap_or_else(|_| PathBuf::from(text))
+    };
+    let want = std::fs::canonicalize(&elsewhere).expect("canonical");
+    assert_eq!(shown(&result["message"]["content"][0]["text"]), want);
+    let bash = agent.request("b1", json!({"type": "bash", "command": "pwd"}));
+    assert_eq!(shown(&bash["data"]["output"]), want, "{bash}");
+    // The system prompt names that directory too (a new checkpoint, since it changed).
+    let lines = lines(&other);
+    let system = lines
+        .iter()
+        .rev()
+        .map(|l| parse(l))
+        .find(|e| e["message"]["role"] == "system")
+        .expect("a system message");
+    assert_eq!(
+        system["message"]["sections"]["cwd"],
+        format!("<cwd>\n{}\n</cwd>", elsewhere.display())
+    );
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod llm;
 pub mod mock_llm;
 pub mod tempdir;
 

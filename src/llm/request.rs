@@ -1,0 +1,74 @@
+//! The request/response plumbing the wire-API adapters share: sending the streaming POST,
+//! turning transport failures and non-success statuses into a [`Failure`], and the
+//! sampling-parameter merge of the request body. What differs per API (the request itself,
+//! the error-text formatting, the SSE loop) stays in each adapter.
+
+use serde_json::{Map, Value};
+
+use super::http::{self, HttpError, HttpRequest, HttpResponse};
+use super::model::Model;
+use super::stream::{Failure, Output};
+use super::thinking::ThinkingLevel;
+use crate::cancel::CancelToken;
+
+/// Marks the request as sent and POSTs it. A success status returns the response whose body
+/// is the event stream; a transport abort is [`Failure::Aborted`]; a non-success status reads
+/// up to `error_body_limit` bytes of the body and becomes [`Failure::Error`] with the text
+/// `error_message(status, content_type, body)` formats (each API words it differently).
+///
+/// The caller checks the cancel token before calling (where it does so decides which
+/// [`AbortTexts`](super::stream::AbortTexts) entry an early abort gets).
+pub fn post_streaming(
+    request: HttpRequest,
+    cancel: &CancelToken,
+    out: &mut Output<'_>,
+    error_body_limit: usize,
+    error_message: impl FnOnce(u16, Option<&str>, &str) -> String,
+) -> Result<HttpResponse, Failure> {
+    out.mark_sent();
+    let mut response = http::post(request, cancel).map_err(|e| match e {
+        HttpError::Aborted => Failure::Aborted,
+        other => Failure::Error(other.to_string()),
+    })?;
+    if !response.is_success() {
+        let status = response.status();
+        let content_type = response.content_type().map(str::to_owned);
+        let text = response
+            .read_text(error_body_limit)
+            .map_err(|e| read_failure(&e, cancel))?;
+        return Err(Failure::Error(error_message(
+            status,
+            content_type.as_deref(),
+            &text,
+        )));
+    }
+    Ok(response)
+}
+
+/// A failed body read: an abort when the token fired, else undici's `terminated: …`.
+pub fn read_failure(e: &std::io::Error, cancel: &CancelToken) -> Failure {
+    if cancel.is_cancelled() {
+        Failure::Aborted
+    } else {
+        Failure::Error(http::describe_read_error(e))
+    }
+}
+
+/// `samplingParams` then `samplingParamsByThinkingLevel[level]`, merged last (they override
+/// named fields in place).
+pub fn merge_sampling_params(model: &Model, level: ThinkingLevel, body: &mut Map<String, Value>) {
+    if let Some(p) = &model.sampling_params {
+        for (k, v) in p {
+            body.insert(k.clone(), v.clone());
+        }
+    }
+    if let Some(Value::Object(p)) = model
+        .sampling_params_by_thinking_level
+        .as_ref()
+        .and_then(|m| m.get(level.as_str()))
+    {
+        for (k, v) in p {
+            body.insert(k.clone(), v.clone());
+        }
+    }
+}
