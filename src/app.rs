@@ -378,6 +378,81 @@ pub fn run_rpc(session: AgentSession) -> i32 {
     0
 }
 
+/// `1048576` → `1M`, `128000` → `128K`, `16384` → `16.4K` (one decimal, `.0` dropped).
+fn format_token_count(n: u64) -> String {
+    let short = |v: f64, unit: &str| {
+        let s = format!("{v:.1}");
+        format!("{}{unit}", s.strip_suffix(".0").unwrap_or(&s))
+    };
+    if n >= 1_000_000 {
+        short(n as f64 / 1_000_000.0, "M")
+    } else if n >= 1000 {
+        short(n as f64 / 1000.0, "K")
+    } else {
+        n.to_string()
+    }
+}
+
+/// `--list-models [search]`: a table of the available models, sorted by provider and id.
+fn list_models(search: &str) -> i32 {
+    let agent_dir = agent_dir_from_env();
+    let mut diags = Vec::new();
+    let registry = ModelRegistry::load(&agent_dir, &mut diags);
+    warn_all(&diags);
+    let mut models = registry.available();
+    if models.is_empty() {
+        println!(
+            "No models available. {}",
+            crate::rpc::processor::login_help()
+        );
+        return 0;
+    }
+    let needle = search.to_lowercase();
+    models.retain(|m| {
+        needle.is_empty()
+            || format!("{}/{}", m.provider, m.id)
+                .to_lowercase()
+                .contains(&needle)
+            || m.name.to_lowercase().contains(&needle)
+    });
+    if models.is_empty() {
+        println!("No models match \"{search}\"");
+        return 0;
+    }
+    models.sort_by(|a, b| (&a.provider, &a.id).cmp(&(&b.provider, &b.id)));
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let mut rows = vec![[
+        "provider".to_string(),
+        "model".to_string(),
+        "context".to_string(),
+        "max-out".to_string(),
+        "thinking".to_string(),
+        "images".to_string(),
+    ]];
+    for m in &models {
+        rows.push([
+            m.provider.clone(),
+            m.id.clone(),
+            format_token_count(m.context_window),
+            format_token_count(m.max_tokens),
+            yes_no(m.reasoning),
+            yes_no(m.supports_images()),
+        ]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        println!("{}", cells.join("  "));
+    }
+    0
+}
+
 /// The binary's entry: parse flags, build, run the mode.
 pub fn main_with(cli: Cli) -> i32 {
     // Children (the bash tool, RPC bash) inherit these, as from pi. Set before any thread runs.
@@ -386,6 +461,9 @@ pub fn main_with(cli: Cli) -> i32 {
     if cli.version {
         println!("pi-rpc {}", env!("CARGO_PKG_VERSION"));
         return 0;
+    }
+    if let Some(search) = &cli.list_models {
+        return list_models(search);
     }
     if cli.effective_mode() == Mode::Rpc && cli.messages.iter().any(|m| m.starts_with('@')) {
         eprintln!("Error: @file arguments are not supported in RPC mode");

@@ -145,6 +145,10 @@ pub struct Cli {
     #[arg(long = "no-approve")]
     pub no_approve: bool,
 
+    /// List the available models (optionally only those matching SEARCH) and exit.
+    #[arg(long = "list-models", value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
+    pub list_models: Option<String>,
+
     /// More diagnostics on stderr.
     #[arg(long)]
     pub verbose: bool,

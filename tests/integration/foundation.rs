@@ -640,3 +640,25 @@ fn unsafe_free_kill(pid: u32, sig: &str) {
         .unwrap();
     assert!(ok.success());
 }
+
+#[test]
+fn list_models_prints_a_table_of_available_models() {
+    let root = crate::support::TempDir::new("list-models");
+    root.write(
+        "models.json",
+        &crate::support::agent::mock_models_json(BASE).to_string(),
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pi-rpc"))
+        .args(["--list-models", "haiku"])
+        .current_dir(root.path())
+        .env("PI_CODING_AGENT_DIR", root.path())
+        .env("HOME", root.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "provider  model       context  max-out  thinking  images\n\
+         mock      mock-haiku  100K     4.1K     no        no    \n"
+    );
+}

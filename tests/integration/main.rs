@@ -18,3 +18,4 @@ mod print_modes;
 mod rpc_bash;
 mod session_commands;
 mod sessions;
+mod system_prompt;
