@@ -1754,3 +1754,53 @@ fn eof_during_a_tool_run_kills_the_tool_and_writes_nothing_more() {
         "records written after stdin EOF"
     );
 }
+
+/// Every wire API answers a prompt through the binary (models.json providers pointed at the
+/// scripted server), with the reply text, usage and the API's name on the assistant message.
+#[test]
+fn each_wire_api_answers_a_prompt_through_the_binary() {
+    for (api, suffix) in [
+        ("anthropic-messages", ""),
+        ("openai-completions", "/v1"),
+        ("openai-responses", "/v1"),
+        ("google-generative-ai", "/v1beta"),
+    ] {
+        let mock = MockLlm::start(json!({"replies": [
+            {"blocks": [{"type": "text", "text": format!("Hello from {api}."), "chunk_size": 4}],
+             "usage": {"input": 12, "output": 5}}
+        ]}));
+        let models = json!({"providers": {"p": {
+            "baseUrl": format!("{}{suffix}", mock.base_url()), "api": api, "apiKey": "k",
+            "models": [{"id": "m1", "name": "M1", "contextWindow": 100000, "maxTokens": 1000}]}}});
+        let mut a = Agent::builder()
+            .no_default_args()
+            .args(["--no-session"])
+            .models(Some(models))
+            .settings(fast_settings())
+            .spawn();
+        let records = run_prompt(&mut a, "p", "hi");
+        let end = records
+            .iter()
+            .rev()
+            .find(|r| r["type"] == "message_end" && r["message"]["role"] == "assistant")
+            .unwrap_or_else(|| panic!("{api}: no assistant message: {records:#?}"));
+        let msg = &end["message"];
+        assert_eq!(msg["stopReason"], "stop", "{api}: {msg}");
+        assert_eq!(msg["api"], api);
+        assert_eq!(
+            msg["content"][0]["text"],
+            format!("Hello from {api}."),
+            "{api}"
+        );
+        assert!(
+            msg["usage"]["output"].as_u64().unwrap_or(0) > 0,
+            "{api}: {msg}"
+        );
+        let deltas = records
+            .iter()
+            .filter(|r| r["assistantMessageEvent"]["type"] == "text_delta")
+            .count();
+        assert!(deltas >= 2, "{api}: streamed in several deltas");
+        assert_eq!(mock.requests().len(), 1, "{api}");
+    }
+}
