@@ -1127,7 +1127,14 @@ mod tests {
     use crate::llm::model::ModelCost;
     use crate::llm::types::Usage;
 
-    const GOLDEN: &str = "/work/shared/conformance/golden";
+    /// pi 1.6.0's recorded transcripts: `shared/` sits beside the checkout (also in CI).
+    const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/golden");
+
+    fn read_golden(file: &str) -> String {
+        let path = format!("{GOLDEN}/{file}");
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("golden transcript {path} is needed by this test: {e}"))
+    }
 
     fn mock_sonnet() -> Model {
         Model {
@@ -1160,7 +1167,7 @@ mod tests {
 
     /// The golden request bodies, if the conformance folder is present.
     fn golden_requests(name: &str) -> Option<Vec<Value>> {
-        let text = std::fs::read_to_string(format!("{GOLDEN}/{name}.requests.jsonl")).ok()?;
+        let text = read_golden(&format!("{name}.requests.jsonl"));
         Some(
             text.lines()
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -1172,7 +1179,7 @@ mod tests {
     /// golden transcript's system message_start, the rest rebuilt from the request itself is
     /// not possible, so tests list them explicitly).
     fn golden_system_message(name: &str) -> Option<Value> {
-        let text = std::fs::read_to_string(format!("{GOLDEN}/{name}.jsonl")).ok()?;
+        let text = read_golden(&format!("{name}.jsonl"));
         for l in text.lines() {
             let v: Value = serde_json::from_str(l).ok()?;
             let rec = &v["record"];

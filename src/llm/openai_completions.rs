@@ -1312,7 +1312,14 @@ mod tests {
     use crate::llm::convert::build_llm_context;
     use crate::llm::model::ModelCost;
 
-    const GOLDEN: &str = "/work/shared/conformance/golden";
+    /// pi 1.6.0's recorded transcripts: `shared/` sits beside the checkout (also in CI).
+    const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/golden");
+
+    fn read_golden(file: &str) -> String {
+        let path = format!("{GOLDEN}/{file}");
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("golden transcript {path} is needed by this test: {e}"))
+    }
 
     fn mock_gpt() -> Model {
         Model {
@@ -1344,12 +1351,11 @@ mod tests {
     }
 
     fn golden(name: &str) -> Option<(Vec<Value>, Value)> {
-        let reqs: Vec<Value> = std::fs::read_to_string(format!("{GOLDEN}/{name}.requests.jsonl"))
-            .ok()?
+        let reqs: Vec<Value> = read_golden(&format!("{name}.requests.jsonl"))
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect();
-        let text = std::fs::read_to_string(format!("{GOLDEN}/{name}.jsonl")).ok()?;
+        let text = read_golden(&format!("{name}.jsonl"));
         let system = text.lines().find_map(|l| {
             let v: Value = serde_json::from_str(l).ok()?;
             let m = &v["record"]["message"];
