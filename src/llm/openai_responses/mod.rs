@@ -1,0 +1,380 @@
+//! The OpenAI Responses API (`openai-responses`, providers.md §4): request building, SSE event
+//! handling and the blocking [`stream`] entry point the dispatcher calls.
+//!
+//! The behaviour follows pi 1.6.0 (`openai-responses.js` / `openai-responses-shared.js` with
+//! the `openai` SDK underneath): the system prompt travels as the first input item (role
+//! `developer` for reasoning models), assistant text is replayed as `message` items whose id
+//! comes from the text block's `textSignature`, reasoning items are replayed verbatim from the
+//! thinking block's `thinkingSignature`, and tool calls carry `<call_id>|<item id>` ids.
+
+use std::collections::HashMap;
+use std::io::BufReader;
+
+use serde_json::{json, Map, Value};
+
+use super::http::HttpRequest;
+use super::model::{number_to_u64, Model};
+use super::request::{merge_sampling_params, post_streaming, read_failure};
+use super::sse::SseParser;
+use super::stream::{
+    base_max_tokens, effective_thinking_level, js_stringify, js_truthy, parse_error_body,
+    sdk_status_message, AbortTexts, Failure, Output, StreamUpdate, ToolArgs,
+};
+use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
+use super::types::{
+    AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
+    StopReason, StreamOptions, Tool, Usage,
+};
+use crate::cancel::CancelToken;
+
+mod events;
+mod request;
+
+use self::request::*;
+
+pub use self::events::ResponsesStream;
+pub use self::request::{
+    build_body, convert_input, convert_tools, endpoint, request_headers, short_hash,
+};
+
+/// pi's `OPENAI_RESPONSES_MIN_OUTPUT_TOKENS`: the API rejects smaller `max_output_tokens`.
+const MIN_OUTPUT_TOKENS: u64 = 16;
+/// Providers whose tool-call ids keep the `<call_id>|<item id>` form across models.
+const TOOL_CALL_ID_PROVIDERS: &[&str] = &["openai", "openai-codex", "opencode"];
+/// `prompt_cache_key` is cut to this many characters.
+const PROMPT_CACHE_KEY_MAX_CHARS: usize = 64;
+/// Largest error body read from a failed response.
+const ERROR_BODY_LIMIT: usize = 1 << 20;
+
+/// The stream ended without `response.completed` / `response.incomplete` / `response.failed`
+/// (pi 1.6.0's text; providers.md §4 names it "ended without a stop reason", which pi only
+/// reaches when a terminal event carried no status).
+pub const NO_TERMINAL_EVENT: &str =
+    "OpenAI Responses stream ended before a terminal response event";
+/// A terminal event left the stop reason unset.
+pub const NO_STOP_REASON: &str = "OpenAI Responses stream ended without a stop reason";
+
+// ---------------------------------------------------------------------------------------------
+// Compat
+
+/// The `compat` flags this API reads, with pi's defaults.
+#[derive(Clone, Debug, PartialEq)]
+struct Compat {
+    supports_developer_role: bool,
+    supports_strict_mode: bool,
+    supports_long_cache_retention: bool,
+    supports_explicit_prompt_cache_mode: bool,
+    supports_max_output_tokens: bool,
+    prompt_cache_key_disabled: bool,
+    /// `"openai"` (headers `session-id` + `x-client-request-id`), `"openrouter"`
+    /// (`x-session-id`) or anything else (`x-client-request-id` only).
+    session_affinity_format: String,
+}
+
+impl Compat {
+    fn of(model: &Model) -> Compat {
+        let flag = |k: &str, d: bool| model.compat_bool(k).unwrap_or(d);
+        let string = |k: &str| {
+            model
+                .compat
+                .as_ref()
+                .and_then(|c| c.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let detected = if model.provider == "openrouter" || model.base_url.contains("openrouter.ai")
+        {
+            "openrouter"
+        } else {
+            "openai"
+        };
+        Compat {
+            supports_developer_role: flag("supportsDeveloperRole", true),
+            supports_strict_mode: flag("supportsStrictMode", false),
+            supports_long_cache_retention: flag("supportsLongCacheRetention", true),
+            supports_explicit_prompt_cache_mode: flag("supportsExplicitPromptCacheMode", false),
+            supports_max_output_tokens: flag("supportsMaxOutputTokens", true),
+            prompt_cache_key_disabled: string("promptCacheKeyMode").as_deref() == Some("disabled"),
+            session_affinity_format: string("sessionAffinityFormat")
+                .unwrap_or_else(|| detected.to_owned()),
+        }
+    }
+}
+
+/// A "Sign in with ChatGPT" token sent straight to OpenAI (not an `sk-` key): some request
+/// fields are rejected there.
+fn is_chatgpt_sign_in(model: &Model, api_key: Option<&str>) -> bool {
+    model.provider == "openai"
+        && model.base_url == "https://api.openai.com/v1"
+        && api_key.is_some_and(|k| !k.starts_with("sk-"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// The message of an `APIError` the SDK raises from a streamed error payload (no HTTP status):
+/// the error object's `message`, else its JSON.
+fn stream_error_message(error: &Value) -> String {
+    match error.get("message").filter(|m| js_truthy(m)) {
+        Some(Value::String(s)) => s.clone(),
+        Some(m) => js_stringify(m),
+        None if js_truthy(error) => js_stringify(error),
+        None => "(no status code or body)".into(),
+    }
+}
+
+/// The error message of a non-2xx response, as pi composes it from the `openai` SDK error
+/// (`formatProviderError(normalizeProviderError(e), "<Provider> API error")`):
+/// `<Provider> API error (<status>): <error object JSON>` when the body has a non-empty `error`
+/// object, else `<Provider> API error (<status>): <status> <message>`.
+pub fn http_error_message(model: &Model, status: u16, body: &str) -> String {
+    let prefix = if model.provider == "openai" {
+        "OpenAI"
+    } else {
+        model.provider.as_str()
+    };
+    let parsed = parse_error_body(body);
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    let raw = if parsed.is_some() { None } else { Some(body) };
+    let message = sdk_status_message(status, error, raw);
+    let error_body = error
+        .filter(|e| e.as_object().is_some_and(|o| !o.is_empty()))
+        .map(js_stringify)
+        .map(|b| truncate_body(b.trim()))
+        .filter(|b| !b.is_empty());
+    match error_body {
+        Some(b) if !message.contains(&b) => format!("{prefix} API error ({status}): {b}"),
+        _ => format!("{prefix} API error ({status}): {message}"),
+    }
+}
+
+/// pi's `truncateErrorText` at 4000 UTF-16 units.
+fn truncate_body(s: &str) -> String {
+    const MAX: usize = 4000;
+    let total = s.encode_utf16().count();
+    if total <= MAX {
+        return s.to_owned();
+    }
+    let mut out = String::new();
+    let mut units = 0;
+    for c in s.chars() {
+        if units + c.len_utf16() > MAX {
+            break;
+        }
+        units += c.len_utf16();
+        out.push(c);
+    }
+    format!("{out}... [truncated {} chars]", total - MAX)
+}
+
+/// A JavaScript template-literal rendering of a JSON field (`undefined` when absent).
+fn js_template(v: Option<&Value>) -> String {
+    match v {
+        None => "undefined".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) => "null".into(),
+        Some(Value::Object(_)) => "[object Object]".into(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| match x {
+                Value::Null => String::new(),
+                other => js_template(Some(other)),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(other) => js_stringify(other),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The request
+
+/// pi's abort texts for this API: `Request aborted` from pi's retry wrapper until the
+/// response arrived. While the body streams, the SDK ends the event loop quietly, so pi
+/// reports the missing terminal event, or `Request was aborted` once it had been seen.
+pub fn abort_texts(saw_terminal: bool) -> AbortTexts {
+    AbortTexts {
+        before_request: "Request aborted",
+        before_response: "Request aborted",
+        streaming: if saw_terminal {
+            "Request was aborted"
+        } else {
+            NO_TERMINAL_EVENT
+        },
+    }
+}
+
+/// Streams one response from an `openai-responses` model (the dispatcher's adapter shape).
+/// Never panics: failures become the returned message with `stopReason:"error"` /
+/// `"aborted"`; `durationMs` / `thinkingLevel` are left to the dispatcher.
+pub fn stream(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(StreamUpdate<'_>),
+) -> AssistantMessage {
+    let mut out = Output::new(model, on_event);
+    let mut state = ResponsesStream::new();
+    let result = run(model, ctx, opts, cancel, &mut out, &mut state);
+    out.finish(result, cancel, &abort_texts(state.saw_terminal()))
+}
+
+fn run(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    cancel: &CancelToken,
+    out: &mut Output<'_>,
+    state: &mut ResponsesStream,
+) -> Result<(), Failure> {
+    if opts.api_key.as_deref().is_none_or(str::is_empty) && !has_auth_header(opts) {
+        return Err(Failure::Error(format!(
+            "No API key for provider: {}",
+            model.provider
+        )));
+    }
+    let max_tokens = base_max_tokens(model, ctx, opts);
+    let body = build_body(model, ctx, opts, max_tokens);
+    let request = HttpRequest {
+        url: endpoint(model),
+        headers: request_headers(model, opts),
+        body: crate::util::to_js_vec(&body).unwrap_or_default(),
+        idle_timeout: opts.idle_timeout,
+    };
+    if cancel.is_cancelled() {
+        return Err(Failure::Aborted);
+    }
+    let response = post_streaming(request, cancel, out, ERROR_BODY_LIMIT, |status, _, text| {
+        http_error_message(model, status, text)
+    })?;
+    out.start();
+    for event in SseParser::new(BufReader::new(response)) {
+        let event = event.map_err(|e| read_failure(&e, cancel))?;
+        if cancel.is_cancelled() {
+            return Err(Failure::Aborted);
+        }
+        // The SDK stops at `[DONE]`.
+        if event.data == "[DONE]" {
+            break;
+        }
+        state
+            .handle(event.event.as_deref(), &event.data, model, out)
+            .map_err(Failure::Error)?;
+    }
+    if cancel.is_cancelled() {
+        return Err(Failure::Aborted);
+    }
+    state.finish(&out.msg).map_err(Failure::Error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::model::ModelCost;
+    use crate::llm::types::LlmMessage;
+
+    pub(super) fn model() -> Model {
+        Model {
+            id: "mock-gpt".into(),
+            name: "mock-gpt".into(),
+            api: "openai-responses".into(),
+            provider: "mockoai".into(),
+            base_url: "http://127.0.0.1:9/v1".into(),
+            reasoning: true,
+            input: vec!["text".into()],
+            cost: ModelCost {
+                input: 2.0,
+                output: 8.0,
+                cache_read: 0.5,
+                cache_write: 0.0,
+                tiers: None,
+            },
+            context_window: 128_000,
+            max_tokens: 16_384,
+            ..Model::default()
+        }
+    }
+
+    pub(super) fn user(text: &str) -> LlmMessage {
+        LlmMessage::User {
+            content: vec![ContentBlock::text(text)],
+            timestamp: 1,
+        }
+    }
+
+    pub(super) fn ctx(messages: Vec<LlmMessage>) -> LlmContext {
+        LlmContext {
+            system_prompt: "S.".into(),
+            messages,
+            tools: Vec::new(),
+        }
+    }
+
+    /// Runs canned SSE text through the event handler: the final message, the reported events
+    /// (wire form) and the stream's verdict.
+    pub(super) fn run_sse(
+        model: &Model,
+        sse: &str,
+    ) -> (AssistantMessage, Vec<Value>, Result<(), String>) {
+        let mut events = Vec::new();
+        let mut cb = |u: StreamUpdate<'_>| match u {
+            StreamUpdate::Start(_) => events.push(json!({"type": "start"})),
+            StreamUpdate::Event(_, e) => events.push(e.to_wire()),
+        };
+        let mut out = Output::new(model, &mut cb);
+        out.start();
+        let mut state = ResponsesStream::new();
+        let mut result = Ok(());
+        for ev in SseParser::new(sse.as_bytes()) {
+            let ev = ev.unwrap();
+            if let Err(e) = state.handle(ev.event.as_deref(), &ev.data, model, &mut out) {
+                result = Err(e);
+                break;
+            }
+        }
+        if result.is_ok() {
+            result = state.finish(&out.msg);
+        }
+        let msg = out.msg;
+        (msg, events, result)
+    }
+
+    pub(super) fn sse(events: &[Value]) -> String {
+        events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {}\n\n", e["type"].as_str().unwrap(), e))
+            .collect()
+    }
+
+    #[test]
+    fn http_error_messages_match_pi() {
+        let m = model();
+        assert_eq!(
+            http_error_message(
+                &m,
+                429,
+                r#"{"error": {"message": "Rate limited", "type": "rate_limit_error", "param": null, "code": null}}"#
+            ),
+            r#"mockoai API error (429): {"message":"Rate limited","type":"rate_limit_error","param":null,"code":null}"#
+        );
+        assert_eq!(
+            http_error_message(&m, 500, "upstream exploded"),
+            "mockoai API error (500): 500 upstream exploded"
+        );
+        assert_eq!(
+            http_error_message(&m, 502, ""),
+            "mockoai API error (502): 502 status code (no body)"
+        );
+        assert_eq!(
+            http_error_message(&m, 400, r#"{"detail":"x"}"#),
+            "mockoai API error (400): 400 status code (no body)"
+        );
+        let mut openai = model();
+        openai.provider = "openai".into();
+        assert_eq!(
+            http_error_message(&openai, 401, r#"{"error":{"message":"bad key"}}"#),
+            r#"OpenAI API error (401): {"message":"bad key"}"#
+        );
+    }
+}

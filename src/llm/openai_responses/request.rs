@@ -1,0 +1,864 @@
+//! Request building for the Responses API: tool-call id normalization, input/tool
+//! conversion, the body (thinking, caching, compat) and headers.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Ids
+
+/// pi's `shortHash`: a deterministic 64-bit hash of the UTF-16 code units, in base 36.
+pub fn short_hash(s: &str) -> String {
+    let mut h1: u32 = 0xdead_beef;
+    let mut h2: u32 = 0x41c6_ce57;
+    for unit in s.encode_utf16() {
+        let ch = u32::from(unit);
+        h1 = (h1 ^ ch).wrapping_mul(2_654_435_761);
+        h2 = (h2 ^ ch).wrapping_mul(1_597_334_677);
+    }
+    h1 = (h1 ^ (h1 >> 16)).wrapping_mul(2_246_822_507)
+        ^ (h2 ^ (h2 >> 13)).wrapping_mul(3_266_489_909);
+    h2 = (h2 ^ (h2 >> 16)).wrapping_mul(2_246_822_507)
+        ^ (h1 ^ (h1 >> 13)).wrapping_mul(3_266_489_909);
+    format!("{}{}", base36(h2), base36(h1))
+}
+
+fn base36(mut n: u32) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    if n == 0 {
+        return "0".into();
+    }
+    let mut out = Vec::new();
+    while n > 0 {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Every character outside `[a-zA-Z0-9_-]` becomes `_` (one per UTF-16 unit, as JavaScript's
+/// regex does), cut to 64, trailing `_` removed.
+fn normalize_id_part(part: &str) -> String {
+    let mut s = String::with_capacity(part.len());
+    for c in part.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            s.push(c);
+        } else {
+            for _ in 0..c.len_utf16() {
+                s.push('_');
+            }
+        }
+    }
+    s.truncate(64);
+    s.trim_end_matches('_').to_owned()
+}
+
+/// pi's `normalizeToolCallId` for this API, applied to tool calls from another model.
+fn normalize_tool_call_id(id: &str, model: &Model, source: &AssistantMessage) -> String {
+    if !TOOL_CALL_ID_PROVIDERS.contains(&model.provider.as_str()) {
+        return normalize_id_part(id);
+    }
+    let Some((call_id, rest)) = id.split_once('|') else {
+        return normalize_id_part(id);
+    };
+    let item_id = rest.split('|').next().unwrap_or("");
+    let call_id = normalize_id_part(call_id);
+    let foreign = source.provider != model.provider || source.api != model.api;
+    let mut item = if foreign {
+        let mut h = format!("fc_{}", short_hash(item_id));
+        h.truncate(64);
+        h
+    } else {
+        normalize_id_part(item_id)
+    };
+    if !item.starts_with("fc_") {
+        item = normalize_id_part(&format!("fc_{item}"));
+    }
+    format!("{call_id}|{item}")
+}
+
+/// Rewrites the tool-call ids of other models' assistant messages (and their results).
+fn normalize_ids(messages: &mut [LlmMessage], model: &Model) {
+    let mut map: Vec<(String, String)> = Vec::new();
+    for msg in messages.iter_mut() {
+        match msg {
+            LlmMessage::Assistant(a) => {
+                let same =
+                    a.provider == model.provider && a.api == model.api && a.model == model.id;
+                if same {
+                    continue;
+                }
+                let source = AssistantMessage {
+                    provider: a.provider.clone(),
+                    api: a.api.clone(),
+                    model: a.model.clone(),
+                    ..AssistantMessage::default()
+                };
+                for b in a.content.iter_mut() {
+                    if let ContentBlock::ToolCall { id, .. } = b {
+                        let n = normalize_tool_call_id(id, model, &source);
+                        if n != *id {
+                            map.push((id.clone(), n.clone()));
+                            *id = n;
+                        }
+                    }
+                }
+            }
+            LlmMessage::ToolResult { tool_call_id, .. } => {
+                if let Some((_, n)) = map.iter().rev().find(|(o, _)| o == tool_call_id) {
+                    *tool_call_id = n.clone();
+                }
+            }
+            LlmMessage::User { .. } => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request
+
+/// The id (and phase) a text block's `textSignature` names: `{"v":1,"id":…}` JSON, or a legacy
+/// plain id.
+fn parse_text_signature(sig: Option<&str>) -> Option<(String, Option<String>)> {
+    let sig = sig.filter(|s| !s.is_empty())?;
+    if sig.starts_with('{') {
+        if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(sig) {
+            if o.get("v").and_then(Value::as_f64) == Some(1.0) {
+                if let Some(id) = o.get("id").and_then(Value::as_str) {
+                    let phase = o
+                        .get("phase")
+                        .and_then(Value::as_str)
+                        .filter(|p| *p == "commentary" || *p == "final_answer")
+                        .map(str::to_owned);
+                    return Some((id.to_owned(), phase));
+                }
+            }
+        }
+    }
+    Some((sig.to_owned(), None))
+}
+
+/// pi's `encodeTextSignatureV1`.
+pub(super) fn encode_text_signature(id: &str, phase: Option<&str>) -> String {
+    let mut o = Map::new();
+    o.insert("v".into(), json!(1));
+    o.insert("id".into(), json!(id));
+    if let Some(p) = phase {
+        o.insert("phase".into(), json!(p));
+    }
+    Value::Object(o).to_string()
+}
+
+fn image_item(mime_type: &str, data: &str) -> Value {
+    json!({"type": "input_image", "detail": "auto", "image_url": format!("data:{mime_type};base64,{data}")})
+}
+
+/// A tool result's `output`: its text (joined with `\n`), or input items when it carries images
+/// the model can see.
+fn tool_result_output(model: &Model, content: &[ContentBlock]) -> Value {
+    let text: Vec<&str> = content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let text = text.join("\n");
+    let images: Vec<&ContentBlock> = content
+        .iter()
+        .filter(|b| matches!(b, ContentBlock::Image { .. }))
+        .collect();
+    let has_text = !text.trim().is_empty();
+    if images.is_empty() || !model.supports_images() {
+        return Value::String(if has_text {
+            text
+        } else if !images.is_empty() {
+            "(see attached image)".into()
+        } else {
+            "(no tool output)".into()
+        });
+    }
+    let mut out = Vec::new();
+    if has_text {
+        out.push(json!({"type": "input_text", "text": text}));
+    }
+    for b in images {
+        if let ContentBlock::Image { data, mime_type } = b {
+            out.push(image_item(mime_type, data));
+        }
+    }
+    Value::Array(out)
+}
+
+/// The `input` array: the system prompt item, then the conversation (pi's
+/// `convertResponsesMessages`).
+pub fn convert_input(model: &Model, ctx: &LlmContext) -> Vec<Value> {
+    let compat = Compat::of(model);
+    let mut messages = ctx.messages.clone();
+    normalize_ids(&mut messages, model);
+    let mut input = Vec::new();
+    if !ctx.system_prompt.is_empty() {
+        let role = if model.reasoning && compat.supports_developer_role {
+            "developer"
+        } else {
+            "system"
+        };
+        input.push(json!({"role": role, "content": ctx.system_prompt}));
+    }
+    let mut msg_index = 0usize;
+    for msg in &messages {
+        match msg {
+            LlmMessage::User { content, .. } => {
+                let parts: Vec<Value> = content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text, .. } => {
+                            Some(json!({"type": "input_text", "text": text}))
+                        }
+                        ContentBlock::Image { data, mime_type } => {
+                            Some(image_item(mime_type, data))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                if parts.is_empty() {
+                    continue;
+                }
+                input.push(json!({"role": "user", "content": parts}));
+            }
+            LlmMessage::Assistant(a) => {
+                let same_provider_api = a.provider == model.provider && a.api == model.api;
+                let different_model = same_provider_api && a.model != model.id;
+                let mut output = Vec::new();
+                let mut text_index = 0usize;
+                for block in &a.content {
+                    match block {
+                        ContentBlock::Thinking {
+                            thinking_signature: Some(sig),
+                            ..
+                        } if !sig.is_empty() => {
+                            if let Ok(item) = serde_json::from_str::<Value>(sig) {
+                                output.push(item);
+                            }
+                        }
+                        ContentBlock::Text {
+                            text,
+                            text_signature,
+                        } => {
+                            let parsed = parse_text_signature(text_signature.as_deref());
+                            let fallback = if text_index == 0 {
+                                format!("msg_pi_{msg_index}")
+                            } else {
+                                format!("msg_pi_{msg_index}_{text_index}")
+                            };
+                            text_index += 1;
+                            let (id, phase) = match parsed {
+                                Some((id, phase)) if !id.is_empty() => {
+                                    if id.encode_utf16().count() > 64 {
+                                        (format!("msg_{}", short_hash(&id)), phase)
+                                    } else {
+                                        (id, phase)
+                                    }
+                                }
+                                Some((_, phase)) => (fallback, phase),
+                                None => (fallback, None),
+                            };
+                            let mut item = json!({
+                                "type": "message",
+                                "role": "assistant",
+                                "content": [{"type": "output_text", "text": text, "annotations": []}],
+                                "status": "completed",
+                                "id": id,
+                            });
+                            if let Some(p) = phase {
+                                item["phase"] = json!(p);
+                            }
+                            output.push(item);
+                        }
+                        ContentBlock::ToolCall {
+                            id,
+                            name,
+                            arguments,
+                            ..
+                        } => {
+                            let mut pieces = id.split('|');
+                            let call_id = pieces.next().unwrap_or("");
+                            let item_id = pieces
+                                .next()
+                                .filter(|i| !different_model && i.starts_with("fc_"));
+                            let mut item = Map::new();
+                            item.insert("type".into(), json!("function_call"));
+                            if let Some(i) = item_id {
+                                item.insert("id".into(), json!(i));
+                            }
+                            item.insert("call_id".into(), json!(call_id));
+                            item.insert("name".into(), json!(name));
+                            item.insert("arguments".into(), json!(js_stringify(arguments)));
+                            output.push(Value::Object(item));
+                        }
+                        _ => {}
+                    }
+                }
+                if output.is_empty() {
+                    continue;
+                }
+                input.extend(output);
+            }
+            LlmMessage::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                let call_id = tool_call_id.split('|').next().unwrap_or("");
+                input.push(json!({
+                    "type": "function_call_output",
+                    "call_id": call_id,
+                    "output": tool_result_output(model, content),
+                }));
+            }
+        }
+        msg_index += 1;
+    }
+    input
+}
+
+/// The `tools` array (pi's `convertResponsesTools` for plain JSON-schema tools).
+pub fn convert_tools(tools: &[Tool], supports_strict_mode: bool) -> Vec<Value> {
+    tools
+        .iter()
+        .map(|t| {
+            let mut o = Map::new();
+            o.insert("type".into(), json!("function"));
+            o.insert("name".into(), json!(t.name));
+            o.insert("description".into(), json!(t.description));
+            o.insert("parameters".into(), t.parameters.clone());
+            if supports_strict_mode {
+                o.insert("strict".into(), json!(false));
+            }
+            Value::Object(o)
+        })
+        .collect()
+}
+
+/// The request body (pi's `buildParams`). `max_tokens` is the already fitted output cap.
+pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tokens: u64) -> Value {
+    let compat = Compat::of(model);
+    let chatgpt = is_chatgpt_sign_in(model, opts.api_key.as_deref());
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model.id));
+    body.insert("input".into(), Value::Array(convert_input(model, ctx)));
+    body.insert("stream".into(), json!(true));
+    let caching = opts.cache_retention != CacheRetention::None;
+    if caching && !compat.prompt_cache_key_disabled {
+        if let Some(sid) = &opts.session_id {
+            let key: String = sid.chars().take(PROMPT_CACHE_KEY_MAX_CHARS).collect();
+            body.insert("prompt_cache_key".into(), json!(key));
+        }
+    }
+    if !chatgpt {
+        if opts.cache_retention == CacheRetention::Long
+            && compat.supports_long_cache_retention
+            && !compat.supports_explicit_prompt_cache_mode
+        {
+            body.insert("prompt_cache_retention".into(), json!("24h"));
+        }
+        if compat.supports_explicit_prompt_cache_mode {
+            match opts.cache_retention {
+                CacheRetention::None => {
+                    body.insert("prompt_cache_options".into(), json!({"mode": "explicit"}));
+                }
+                CacheRetention::Long if compat.supports_long_cache_retention => {
+                    body.insert("prompt_cache_options".into(), json!({"ttl": "30m"}));
+                }
+                _ => {}
+            }
+        }
+    }
+    body.insert("store".into(), json!(false));
+    if max_tokens > 0 && compat.supports_max_output_tokens && !chatgpt {
+        body.insert(
+            "max_output_tokens".into(),
+            json!(max_tokens.max(MIN_OUTPUT_TOKENS)),
+        );
+    }
+    if !ctx.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(convert_tools(&ctx.tools, compat.supports_strict_mode)),
+        );
+    }
+    // pi's agent passes no reasoning option at `off` (no clamping then).
+    let level = match opts.thinking_level {
+        ThinkingLevel::Off => ThinkingLevel::Off,
+        requested => effective_thinking_level(model, requested),
+    };
+    if model.reasoning {
+        if level != ThinkingLevel::Off {
+            let effort = match level_mapping(model, level) {
+                LevelMapping::Value(v) => v.to_owned(),
+                _ => level.as_str().to_owned(),
+            };
+            body.insert(
+                "reasoning".into(),
+                json!({"effort": effort, "summary": "auto"}),
+            );
+            body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        } else if model.provider != "github-copilot" {
+            match level_mapping(model, ThinkingLevel::Off) {
+                LevelMapping::Unsupported => {}
+                LevelMapping::Value(v) => {
+                    body.insert("reasoning".into(), json!({"effort": v}));
+                }
+                LevelMapping::Unmapped => {
+                    body.insert("reasoning".into(), json!({"effort": "none"}));
+                }
+            }
+        }
+        if model.provider == "xai" {
+            body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        }
+    }
+    merge_sampling_params(model, effective_thinking_level(model, level), &mut body);
+    Value::Object(body)
+}
+
+/// The endpoint: `{baseUrl}/responses`.
+pub fn endpoint(model: &Model) -> String {
+    format!("{}/responses", model.base_url.trim_end_matches('/'))
+}
+
+/// The request headers: content negotiation, the bearer key, session affinity, then the
+/// resolved provider/model headers (last, so they win).
+pub fn request_headers(model: &Model, opts: &StreamOptions) -> Vec<(String, String)> {
+    let compat = Compat::of(model);
+    let mut h: Vec<(String, String)> = vec![
+        ("content-type".into(), "application/json".into()),
+        ("accept".into(), "application/json".into()),
+    ];
+    if let Some(key) = &opts.api_key {
+        h.push(("authorization".into(), format!("Bearer {key}")));
+    }
+    if opts.cache_retention != CacheRetention::None {
+        if let Some(sid) = &opts.session_id {
+            if compat.session_affinity_format == "openrouter" {
+                h.push(("x-session-id".into(), sid.clone()));
+            } else {
+                if compat.session_affinity_format == "openai" {
+                    h.push(("session-id".into(), sid.clone()));
+                }
+                h.push(("x-client-request-id".into(), sid.clone()));
+            }
+        }
+    }
+    h.extend(opts.headers.iter().cloned());
+    h
+}
+
+pub(super) fn has_auth_header(opts: &StreamOptions) -> bool {
+    opts.headers.iter().any(|(k, v)| {
+        (k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("cf-aig-authorization"))
+            && !v.trim().is_empty()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::*;
+    use super::*;
+    use crate::llm::types::LlmMessage;
+
+    #[test]
+    fn short_hash_matches_pi() {
+        // Values printed by pi's `shortHash` under node.
+        assert_eq!(short_hash(""), "k4n83c7h0j2b");
+        assert_eq!(short_hash("abc"), "y0biex7f9bbh");
+        assert_eq!(short_hash("fc_68a1b2c3d4e5f6|x"), "177d7ky17fgmb3");
+        assert_eq!(short_hash("héllo 🙈 world"), "fj2phl3m8wxo");
+        assert_eq!(
+            short_hash(&format!("msg_{}", "x".repeat(100))),
+            "19ce5491y36to1"
+        );
+    }
+
+    #[test]
+    fn tool_call_id_normalization() {
+        assert_eq!(normalize_id_part("call 1|fc/2__"), "call_1_fc_2");
+        assert_eq!(normalize_id_part("a🙈b"), "a__b");
+        assert_eq!(normalize_id_part(&"x".repeat(80)), "x".repeat(64));
+        let mut openai = model();
+        openai.provider = "openai".into();
+        let foreign = AssistantMessage {
+            provider: "anthropic".into(),
+            api: "anthropic-messages".into(),
+            ..AssistantMessage::default()
+        };
+        let sibling = AssistantMessage {
+            provider: "openai".into(),
+            api: "openai-responses".into(),
+            model: "gpt-old".into(),
+            ..AssistantMessage::default()
+        };
+        assert_eq!(
+            normalize_tool_call_id("call_1|fc_abc", &openai, &foreign),
+            format!("call_1|fc_{}", short_hash("fc_abc"))
+        );
+        assert_eq!(
+            normalize_tool_call_id("call_1|item.x", &openai, &sibling),
+            "call_1|fc_item_x"
+        );
+        assert_eq!(
+            normalize_tool_call_id("toolu_01", &openai, &foreign),
+            "toolu_01"
+        );
+        // Other providers normalize the whole id.
+        assert_eq!(
+            normalize_tool_call_id("call_9|fc_9", &model(), &sibling),
+            "call_9_fc_9"
+        );
+    }
+
+    #[test]
+    fn text_signatures() {
+        assert_eq!(
+            parse_text_signature(Some(r#"{"v":1,"id":"msg_1","phase":"final_answer"}"#)),
+            Some(("msg_1".into(), Some("final_answer".into())))
+        );
+        assert_eq!(
+            parse_text_signature(Some(r#"{"v":1,"id":"msg_1","phase":"other"}"#)),
+            Some(("msg_1".into(), None))
+        );
+        assert_eq!(
+            parse_text_signature(Some("legacy_id")),
+            Some(("legacy_id".into(), None))
+        );
+        assert_eq!(parse_text_signature(Some("")), None);
+        assert_eq!(
+            encode_text_signature("msg_1", None),
+            r#"{"v":1,"id":"msg_1"}"#
+        );
+        assert_eq!(
+            encode_text_signature("msg_1", Some("commentary")),
+            r#"{"v":1,"id":"msg_1","phase":"commentary"}"#
+        );
+    }
+
+    #[test]
+    fn body_for_a_reasoning_model() {
+        let mut c = ctx(vec![user("hi")]);
+        c.tools = vec![Tool {
+            name: "bash".into(),
+            description: "Run a command".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let opts = StreamOptions {
+            session_id: Some("sess-1".into()),
+            ..StreamOptions::default()
+        };
+        let body = build_body(&model(), &c, &opts, 16_384);
+        assert_eq!(
+            body,
+            json!({"model": "mock-gpt",
+                "input": [{"role": "developer", "content": "S."},
+                    {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+                "stream": true, "prompt_cache_key": "sess-1", "store": false,
+                "max_output_tokens": 16384,
+                "tools": [{"type": "function", "name": "bash", "description": "Run a command",
+                    "parameters": {"type": "object"}}],
+                "reasoning": {"effort": "medium", "summary": "auto"},
+                "include": ["reasoning.encrypted_content"]})
+        );
+        let keys: Vec<&str> = body
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "model",
+                "input",
+                "stream",
+                "prompt_cache_key",
+                "store",
+                "max_output_tokens",
+                "tools",
+                "reasoning",
+                "include"
+            ]
+        );
+        let headers = request_headers(
+            &model(),
+            &StreamOptions {
+                api_key: Some("k".into()),
+                headers: vec![("x-extra".into(), "1".into())],
+                ..opts
+            },
+        );
+        assert_eq!(
+            headers,
+            [
+                ("content-type", "application/json"),
+                ("accept", "application/json"),
+                ("authorization", "Bearer k"),
+                ("session-id", "sess-1"),
+                ("x-client-request-id", "sess-1"),
+                ("x-extra", "1"),
+            ]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+        );
+        assert_eq!(endpoint(&model()), "http://127.0.0.1:9/v1/responses");
+    }
+
+    #[test]
+    fn body_thinking_and_compat_variants() {
+        let c = ctx(vec![user("hi")]);
+        let at = |m: &Model, level: ThinkingLevel, retention: CacheRetention| {
+            let opts = StreamOptions {
+                thinking_level: level,
+                cache_retention: retention,
+                session_id: Some("s".repeat(70)),
+                ..StreamOptions::default()
+            };
+            build_body(m, &c, &opts, 8)
+        };
+        // Off: effort "none" unless the map says otherwise; max_output_tokens at least 16.
+        let b = at(&model(), ThinkingLevel::Off, CacheRetention::Short);
+        assert_eq!(b["reasoning"], json!({"effort": "none"}));
+        assert!(b.get("include").is_none());
+        assert_eq!(b["max_output_tokens"], 16);
+        assert_eq!(b["prompt_cache_key"], "s".repeat(64));
+        // Off mapped to null: no reasoning at all; "none" retention: no cache key.
+        let mut gpt5 = model();
+        gpt5.thinking_level_map = json!({"off": null, "xhigh": null, "max": null})
+            .as_object()
+            .cloned();
+        let b = at(&gpt5, ThinkingLevel::Off, CacheRetention::None);
+        assert!(b.get("reasoning").is_none());
+        assert!(b.get("prompt_cache_key").is_none());
+        // A mapped level; xhigh clamps to high on a model without xhigh.
+        let mut mapped = model();
+        mapped.thinking_level_map = json!({"low": "LOW!", "xhigh": "max-ish"})
+            .as_object()
+            .cloned();
+        assert_eq!(
+            at(&mapped, ThinkingLevel::Low, CacheRetention::Short)["reasoning"],
+            json!({"effort": "LOW!", "summary": "auto"})
+        );
+        assert_eq!(
+            at(&mapped, ThinkingLevel::Xhigh, CacheRetention::Short)["reasoning"]["effort"],
+            "max-ish"
+        );
+        assert_eq!(
+            at(&model(), ThinkingLevel::Xhigh, CacheRetention::Short)["reasoning"]["effort"],
+            "high"
+        );
+        // Long retention; strict mode; no developer role.
+        let mut compat = model();
+        compat.compat = json!({"supportsDeveloperRole": false, "supportsStrictMode": true})
+            .as_object()
+            .cloned();
+        let mut with_tools = c.clone();
+        with_tools.tools = vec![Tool {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let opts = StreamOptions {
+            cache_retention: CacheRetention::Long,
+            ..StreamOptions::default()
+        };
+        let b = build_body(&compat, &with_tools, &opts, 100);
+        assert_eq!(b["input"][0], json!({"role": "system", "content": "S."}));
+        assert_eq!(b["prompt_cache_retention"], "24h");
+        assert_eq!(b["tools"][0]["strict"], false);
+        // Explicit prompt-cache mode.
+        let mut explicit = model();
+        explicit.compat = json!({"supportsExplicitPromptCacheMode": true})
+            .as_object()
+            .cloned();
+        let b = build_body(&explicit, &c, &opts, 100);
+        assert_eq!(b["prompt_cache_options"], json!({"ttl": "30m"}));
+        assert!(b.get("prompt_cache_retention").is_none());
+        // Non-reasoning models: system role, no reasoning; sampling params merged last.
+        let mut plain = model();
+        plain.reasoning = false;
+        plain.sampling_params = json!({"temperature": 0.2, "store": true})
+            .as_object()
+            .cloned();
+        let b = build_body(&plain, &c, &StreamOptions::default(), 100);
+        assert_eq!(b["input"][0]["role"], "system");
+        assert!(b.get("reasoning").is_none());
+        let keys: Vec<&str> = b.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "model",
+                "input",
+                "stream",
+                "store",
+                "max_output_tokens",
+                "temperature"
+            ]
+        );
+        assert_eq!(b["store"], true);
+        // No system prompt: no instruction item.
+        let mut empty = c.clone();
+        empty.system_prompt.clear();
+        assert_eq!(
+            build_body(&plain, &empty, &StreamOptions::default(), 100)["input"][0]["role"],
+            "user"
+        );
+    }
+
+    #[test]
+    fn history_replay_matches_pi() {
+        // The conversation of pi's r2 capture (after transformMessages).
+        let a1 = AssistantMessage {
+            content: vec![
+                ContentBlock::Thinking {
+                    thinking: "Hmm.".into(),
+                    thinking_signature: Some(
+                        r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Hmm."}],"encrypted_content":"E1"}"#.into(),
+                    ),
+                    redacted: false,
+                },
+                ContentBlock::Text {
+                    text: "Listing.".into(),
+                    text_signature: Some(r#"{"v":1,"id":"msg_1"}"#.into()),
+                },
+                ContentBlock::text("Second."),
+                ContentBlock::ToolCall {
+                    id: "call_1|fc_1".into(),
+                    name: "bash".into(),
+                    arguments: json!({"command": "ls"}),
+                    thought_signature: None,
+                },
+            ],
+            api: "openai-responses".into(),
+            provider: "mockoai".into(),
+            model: "mock-gpt".into(),
+            stop_reason: StopReason::ToolUse,
+            ..AssistantMessage::default()
+        };
+        let other = AssistantMessage {
+            content: vec![
+                ContentBlock::text("Checking."),
+                ContentBlock::ToolCall {
+                    id: "toolu_01".into(),
+                    name: "read".into(),
+                    arguments: json!({"path": "a.png"}),
+                    thought_signature: None,
+                },
+            ],
+            api: "anthropic-messages".into(),
+            provider: "anthropic".into(),
+            model: "claude".into(),
+            stop_reason: StopReason::ToolUse,
+            ..AssistantMessage::default()
+        };
+        let older = AssistantMessage {
+            content: vec![ContentBlock::ToolCall {
+                id: "call_9|fc_9".into(),
+                name: "bash".into(),
+                arguments: json!({}),
+                thought_signature: None,
+            }],
+            api: "openai-responses".into(),
+            provider: "mockoai".into(),
+            model: "mock-gpt-old".into(),
+            stop_reason: StopReason::ToolUse,
+            ..AssistantMessage::default()
+        };
+        let result = |id: &str, name: &str, text: &str| LlmMessage::ToolResult {
+            tool_call_id: id.into(),
+            tool_name: name.into(),
+            content: vec![ContentBlock::text(text)],
+            is_error: false,
+        };
+        let c = ctx(vec![
+            user("hi"),
+            LlmMessage::Assistant(a1),
+            result("call_1|fc_1", "bash", "file.txt\n"),
+            LlmMessage::Assistant(other),
+            result(
+                "toolu_01",
+                "read",
+                "(tool image omitted: model does not support images)",
+            ),
+            user("next"),
+            LlmMessage::Assistant(older),
+            result("call_9|fc_9", "bash", "No result provided"),
+        ]);
+        let mut m = model();
+        m.reasoning = false;
+        let input = convert_input(&m, &c);
+        let msg = |text: &str, id: &str| {
+            json!({"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+                "status": "completed", "id": id})
+        };
+        assert_eq!(
+            Value::Array(input),
+            json!([
+                {"role": "system", "content": "S."},
+                {"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+                {"id": "rs_1", "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": "Hmm."}], "encrypted_content": "E1"},
+                msg("Listing.", "msg_1"),
+                msg("Second.", "msg_pi_1_1"),
+                {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "bash",
+                    "arguments": "{\"command\":\"ls\"}"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "file.txt\n"},
+                msg("Checking.", "msg_pi_3"),
+                {"type": "function_call", "call_id": "toolu_01", "name": "read",
+                    "arguments": "{\"path\":\"a.png\"}"},
+                {"type": "function_call_output", "call_id": "toolu_01",
+                    "output": "(tool image omitted: model does not support images)"},
+                {"role": "user", "content": [{"type": "input_text", "text": "next"}]},
+                {"type": "function_call", "call_id": "call_9_fc_9", "name": "bash", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "call_9_fc_9",
+                    "output": "No result provided"}
+            ])
+        );
+    }
+
+    #[test]
+    fn tool_result_outputs() {
+        let img = ContentBlock::Image {
+            data: "AAAA".into(),
+            mime_type: "image/png".into(),
+        };
+        let mut vision = model();
+        vision.input.push("image".into());
+        assert_eq!(tool_result_output(&model(), &[]), json!("(no tool output)"));
+        assert_eq!(
+            tool_result_output(&model(), std::slice::from_ref(&img)),
+            json!("(see attached image)")
+        );
+        assert_eq!(
+            tool_result_output(
+                &vision,
+                &[ContentBlock::text("a"), ContentBlock::text("b"), img]
+            ),
+            json!([{"type": "input_text", "text": "a\nb"},
+                {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,AAAA"}])
+        );
+        // User images.
+        let c = ctx(vec![LlmMessage::User {
+            content: vec![
+                ContentBlock::text("look"),
+                ContentBlock::Image {
+                    data: "BBBB".into(),
+                    mime_type: "image/jpeg".into(),
+                },
+            ],
+            timestamp: 1,
+        }]);
+        assert_eq!(
+            convert_input(&vision, &c)[1],
+            json!({"role": "user", "content": [{"type": "input_text", "text": "look"},
+                {"type": "input_image", "detail": "auto", "image_url": "data:image/jpeg;base64,BBBB"}]})
+        );
+    }
+}

@@ -1,0 +1,610 @@
+//! The model registry (providers.md §6.4, §7): the built-in catalog (`catalog.json`, catalog
+//! order) overlaid with `<agentDir>/models.json`, plus credentials (`auth.rs`), `--model`
+//! pattern resolution and `--models` / `enabledModels` scopes (pi's `model-resolver`).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::auth::{resolve_config_value, strip_serde_position, AuthError, AuthStore};
+use super::model::{number_to_u64, Model, ModelCost};
+use super::thinking::ThinkingLevel;
+
+mod models_json;
+mod patterns;
+
+use self::models_json::*;
+
+/// The built-in catalog: `{"providers":{"<id>":{"name","baseUrl","api","models":[…]}}}`.
+const CATALOG_JSON: &str = include_str!("catalog.json");
+
+/// pi's `defaultModelPerProvider`: the preferred first model of each provider, in pi's order
+/// (used for the initial model and as the template of a custom model id).
+pub const DEFAULT_MODEL_PER_PROVIDER: &[(&str, &str)] = &[
+    ("amazon-bedrock", "us.anthropic.claude-opus-5-5"),
+    ("ant-ling", "Ring-2.6-1T"),
+    ("anthropic", "claude-opus-5-5"),
+    ("openai", "gpt-6.2-sol"),
+    ("azure", "gpt-6.2-sol"),
+    ("openai-codex", "gpt-6.2-sol"),
+    ("radius", "balanced"),
+    ("nvidia", "nvidia/nemotron-3.5-super-vl-120b-a12b"),
+    ("deepseek", "deepseek-v4-pro"),
+    ("google", "gemini-4-argon"),
+    ("google-vertex", "gemini-4-argon"),
+    ("github-copilot", "gpt-6.1-sol"),
+    ("openrouter", "moonshotai/kimi-k2.7-code"),
+    ("vercel-ai-gateway", "zai/glm-5.3"),
+    ("xai", "grok-4.7"),
+    ("groq", "openai/gpt-oss-120b"),
+    ("cerebras", "gpt-oss-120b"),
+    ("zai", "glm-5.3"),
+    ("zai-coding-cn", "glm-5.3"),
+    ("mistral", "devstral-medium-latest"),
+    ("minimax", "MiniMax-M3"),
+    ("minimax-cn", "MiniMax-M3"),
+    ("moonshotai", "kimi-k2.7-code"),
+    ("moonshotai-cn", "kimi-k2.7-code"),
+    ("huggingface", "moonshotai/Kimi-K2.7-Code"),
+    ("fireworks", "accounts/fireworks/models/kimi-k3"),
+    ("together", "moonshotai/Kimi-K3"),
+    ("baseten", "zai-org/GLM-5.3"),
+    ("opencode", "kimi-k2.7-code"),
+    ("opencode-go", "kimi-k3.1-pro"),
+    ("kimi-coding", "kimi-for-coding"),
+    ("meta", "muse-spark-1.3"),
+    ("cloudflare-workers-ai", "@cf/moonshotai/kimi-k2.7-code"),
+    (
+        "cloudflare-ai-gateway",
+        "workers-ai/@cf/moonshotai/kimi-k2.7-code",
+    ),
+    ("qwen-token-plan", "qwen3.8-max"),
+    ("qwen-token-plan-cn", "qwen3.8-max"),
+    ("qwen-token-plan-individual", "qwen3.8-max"),
+    ("qwen-token-plan-individual-cn", "qwen3.8-max"),
+    ("xiaomi", "mimo-v2.6-pro"),
+    ("xiaomi-token-plan-cn", "mimo-v2.6-pro"),
+    ("xiaomi-token-plan-ams", "mimo-v2.6-pro"),
+    ("xiaomi-token-plan-sgp", "mimo-v2.6-pro"),
+];
+
+/// Errors of model lookup by pattern. `Display` is pi's wording.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegistryError {
+    /// The registry has no models at all.
+    NoModels,
+    /// `--provider` names no known provider.
+    UnknownProvider { provider: String },
+    /// Nothing matches the pattern.
+    ModelNotFound { pattern: String },
+    /// The pattern matches the same id on several providers and credentials do not decide.
+    /// `matches` are `provider/id`, sorted; `hint` says why credentials did not decide.
+    Ambiguous {
+        pattern: String,
+        matches: Vec<String>,
+        hint: String,
+    },
+}
+
+impl fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegistryError::NoModels => f.write_str(
+                "No models available. Check your installation or add models to models.json.",
+            ),
+            RegistryError::UnknownProvider { provider } => write!(
+                f,
+                "Unknown provider \"{provider}\". Use --list-models to see available providers/models."
+            ),
+            RegistryError::ModelNotFound { pattern } => write!(
+                f,
+                "Model \"{pattern}\" not found. Use --list-models to see available models."
+            ),
+            RegistryError::Ambiguous {
+                pattern,
+                matches,
+                hint,
+            } => write!(
+                f,
+                "Model \"{pattern}\" is ambiguous across providers: {}. {hint} Use --provider or provider/model.",
+                matches.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RegistryError {}
+
+/// Per-provider settings the HTTP layer needs beyond the `Model` (from models.json).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProviderConfig {
+    pub id: String,
+    /// Display name (catalog or models.json `name`, else the id).
+    pub name: String,
+    /// True for providers of the built-in catalog.
+    pub builtin: bool,
+    /// The provider base URL after models.json (models carry their own copy).
+    pub base_url: Option<String>,
+    /// The provider-level `api` (models carry their own copy).
+    pub api: Option<String>,
+    /// models.json provider `headers`, unresolved (values may be `$VAR` / `!command`).
+    pub headers: Option<Map<String, Value>>,
+    /// models.json `authHeader`: send the key as `Authorization: Bearer <key>`.
+    pub auth_header: bool,
+}
+
+/// Credentials and extra headers for one request, resolved.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestAuth {
+    /// The API key for the wire API's own key header (`x-api-key`, `Authorization: Bearer`,
+    /// `x-goog-api-key`). `None` when there is none, or when the credential travels in
+    /// `headers` instead (`ANTHROPIC_AUTH_TOKEN`).
+    pub api_key: Option<String>,
+    /// Headers to add to the request, in order (provider headers, `Authorization` for
+    /// `authHeader`, then model headers, which replace same-named ones case-insensitively).
+    pub headers: Vec<(String, String)>,
+}
+
+/// A model chosen by `--model` (see [`ModelRegistry::resolve_cli_model`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedModel {
+    pub model: Model,
+    /// The `:<level>` suffix of the pattern, if any.
+    pub thinking_level: Option<ThinkingLevel>,
+    /// A warning for stderr (custom model id fallback, invalid thinking suffix).
+    pub warning: Option<String>,
+}
+
+/// All known models and their credentials.
+pub struct ModelRegistry {
+    models: Vec<Model>,
+    providers: Vec<ProviderConfig>,
+    /// models.json headers of individual models (`modelOverrides[id].headers` then
+    /// `models[].headers`), unresolved, keyed by `provider\0id`.
+    model_headers: HashMap<String, Map<String, Value>>,
+    auth: AuthStore,
+}
+
+impl fmt::Debug for ModelRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelRegistry")
+            .field("models", &self.models.len())
+            .field(
+                "providers",
+                &self.providers.iter().map(|p| &p.id).collect::<Vec<_>>(),
+            )
+            .field("auth", &self.auth)
+            .finish()
+    }
+}
+
+impl ModelRegistry {
+    /// Catalog + `<agent_dir>/models.json` + `<agent_dir>/auth.json`. Problems with either file
+    /// are reported in `diags` (one line each) and the broken part ignored; missing files are
+    /// silent.
+    pub fn load(agent_dir: &Path, diags: &mut Vec<String>) -> ModelRegistry {
+        let auth = AuthStore::load(agent_dir, diags);
+        let path = agent_dir.join("models.json");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                diags.push(format!(
+                    "Warning: failed to read {}: {e}; ignoring it",
+                    path.display()
+                ));
+                None
+            }
+        };
+        ModelRegistry::build(text.as_deref(), &path.display().to_string(), auth, diags)
+    }
+
+    /// Catalog + the given models.json text (`None` = no file) + `auth`. For tests and embedding.
+    pub fn from_parts(
+        models_json: Option<&str>,
+        auth: AuthStore,
+        diags: &mut Vec<String>,
+    ) -> ModelRegistry {
+        ModelRegistry::build(models_json, "models.json", auth, diags)
+    }
+
+    fn build(
+        models_json: Option<&str>,
+        path: &str,
+        auth: AuthStore,
+        diags: &mut Vec<String>,
+    ) -> ModelRegistry {
+        let mut reg = ModelRegistry {
+            models: Vec::new(),
+            providers: Vec::new(),
+            model_headers: HashMap::new(),
+            auth,
+        };
+        let builtins = match parse_catalog(CATALOG_JSON) {
+            Ok(b) => b,
+            Err(e) => {
+                diags.push(format!(
+                    "Warning: the built-in model catalog is damaged ({e}); only models.json models are known"
+                ));
+                Vec::new()
+            }
+        };
+        let config = models_json.and_then(|text| parse_models_json(text, path, diags));
+        let empty = Map::new();
+        let config = config.as_ref().unwrap_or(&empty);
+
+        for b in builtins {
+            let pc = ProviderConfig {
+                id: b.id.clone(),
+                name: b.name.clone(),
+                builtin: true,
+                base_url: Some(b.base_url.clone()),
+                api: Some(b.api.clone()),
+                headers: None,
+                auth_header: false,
+            };
+            match config.get(&b.id).and_then(Value::as_object) {
+                None => {
+                    reg.providers.push(pc);
+                    reg.models.extend(b.models);
+                }
+                Some(overlay) => match compose_provider(&b.id, Some(&b), overlay) {
+                    Ok(composed) => reg.add_composed(composed),
+                    Err(msg) => {
+                        diags.push(format!(
+                            "Warning: {path}: {msg}; ignoring the models.json settings of provider \"{}\"",
+                            b.id
+                        ));
+                        reg.providers.push(pc);
+                        reg.models.extend(b.models);
+                    }
+                },
+            }
+        }
+        for (id, overlay) in config {
+            if reg.providers.iter().any(|p| &p.id == id) {
+                continue;
+            }
+            let Some(overlay) = overlay.as_object() else {
+                continue;
+            };
+            match compose_provider(id, None, overlay) {
+                Ok(composed) => reg.add_composed(composed),
+                Err(msg) => diags.push(format!(
+                    "Warning: {path}: {msg}; ignoring provider \"{id}\""
+                )),
+            }
+        }
+        reg
+    }
+
+    fn add_composed(&mut self, c: Composed) {
+        if let Some(key) = c.api_key {
+            self.auth.set_provider_config_key(&c.config.id, key);
+        }
+        for (id, headers) in c.model_headers {
+            self.model_headers
+                .insert(header_key(&c.config.id, &id), headers);
+        }
+        self.providers.push(c.config);
+        self.models.extend(c.models);
+    }
+
+    /// Every model, in registry order (built-in providers in catalog order, then models.json
+    /// providers in file order).
+    pub fn all(&self) -> &[Model] {
+        &self.models
+    }
+
+    /// Models whose provider has credentials, in registry order.
+    pub fn available(&self) -> Vec<Model> {
+        let mut cache: HashMap<&str, bool> = HashMap::new();
+        self.models
+            .iter()
+            .filter(|m| {
+                *cache
+                    .entry(m.provider.as_str())
+                    .or_insert_with(|| self.auth.has_credentials(&m.provider))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Exact lookup by provider and id.
+    pub fn find(&self, provider: &str, id: &str) -> Option<&Model> {
+        self.models
+            .iter()
+            .find(|m| m.provider == provider && m.id == id)
+    }
+
+    /// Exact lookup among available models (what `set_model` uses).
+    pub fn find_available(&self, provider: &str, id: &str) -> Option<Model> {
+        self.find(provider, id)
+            .filter(|m| self.auth.has_credentials(&m.provider))
+            .cloned()
+    }
+
+    /// The model pi starts with when nothing else chooses one: the first available model that is
+    /// its provider's preferred default (in [`DEFAULT_MODEL_PER_PROVIDER`] order), else the first
+    /// available model.
+    pub fn default_model(&self) -> Option<Model> {
+        let available = self.available();
+        for (provider, id) in DEFAULT_MODEL_PER_PROVIDER {
+            if let Some(m) = available
+                .iter()
+                .find(|m| m.provider == *provider && m.id == *id)
+            {
+                return Some(m.clone());
+            }
+        }
+        available.into_iter().next()
+    }
+
+    pub fn has_credentials(&self, provider: &str) -> bool {
+        self.auth.has_credentials(provider)
+    }
+
+    /// The provider's API key; runs `!command` keys when needed.
+    pub fn api_key(&self, provider: &str) -> Result<Option<String>, AuthError> {
+        self.auth.api_key(provider)
+    }
+
+    /// `--api-key`: a non-persistent key for one provider.
+    pub fn set_runtime_api_key(&mut self, provider: &str, key: String) {
+        self.auth.set_runtime_key(provider, key);
+    }
+
+    pub fn auth(&self) -> &AuthStore {
+        &self.auth
+    }
+
+    pub fn auth_mut(&mut self) -> &mut AuthStore {
+        &mut self.auth
+    }
+
+    /// Provider settings (authHeader, headers, …) of a known provider.
+    pub fn provider_config(&self, provider: &str) -> Option<&ProviderConfig> {
+        self.providers.iter().find(|p| p.id == provider)
+    }
+
+    /// Provider ids in registry order.
+    pub fn provider_ids(&self) -> Vec<&str> {
+        self.providers.iter().map(|p| p.id.as_str()).collect()
+    }
+
+    /// Resolves everything a request to `model` needs besides the body: the API key and extra
+    /// headers (models.json provider and model headers with `$VAR` / `!command` values resolved,
+    /// `Authorization: Bearer` for `authHeader` providers and for `ANTHROPIC_AUTH_TOKEN`).
+    /// `api_key` is `None` when no credential is configured; the caller decides whether that is
+    /// an error. Fails when a configured value cannot be resolved, or when `authHeader` is set
+    /// but there is no key.
+    pub fn request_auth(&self, model: &Model) -> Result<RequestAuth, AuthError> {
+        let provider = model.provider.as_str();
+        let cfg = self.provider_config(provider);
+        let credential = self.auth.credential(provider)?;
+        let env = self.auth.env();
+        let mut out = RequestAuth::default();
+        let mut headers: Vec<(String, String)> = Vec::new();
+        if let Some(c) = credential {
+            if c.is_bearer_token() {
+                headers.push(("Authorization".into(), format!("Bearer {}", c.key)));
+            } else {
+                out.api_key = Some(c.key);
+            }
+        }
+        if let Some(h) = cfg.and_then(|c| c.headers.as_ref()) {
+            for (name, value) in h {
+                let Some(value) = value.as_str() else {
+                    continue;
+                };
+                let what = format!("provider \"{provider}\" header \"{name}\"");
+                let v = resolve_config_value(value, &what, env, None, None)?;
+                // Plain object spread: same spelling replaces.
+                headers.retain(|(n, _)| n != name);
+                headers.push((name.clone(), v));
+            }
+        }
+        if cfg.is_some_and(|c| c.auth_header) {
+            let Some(key) = out.api_key.clone() else {
+                return Err(AuthError::MissingApiKey {
+                    provider: provider.to_string(),
+                });
+            };
+            headers.retain(|(n, _)| n != "Authorization");
+            headers.push(("Authorization".into(), format!("Bearer {key}")));
+        }
+        let mut model_headers: Vec<(String, String)> = Vec::new();
+        let raw = model.headers.iter().flatten().chain(
+            self.model_headers
+                .get(&header_key(provider, &model.id))
+                .into_iter()
+                .flatten(),
+        );
+        for (name, value) in raw {
+            let Some(value) = value.as_str() else {
+                continue;
+            };
+            let what = format!("model \"{provider}/{}\" header \"{name}\"", model.id);
+            let v = resolve_config_value(value, &what, env, None, None)?;
+            model_headers.retain(|(n, _)| n != name);
+            model_headers.push((name.clone(), v));
+        }
+        for (name, value) in model_headers {
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+            headers.push((name, value));
+        }
+        out.headers = headers;
+        Ok(out)
+    }
+}
+
+fn header_key(provider: &str, id: &str) -> String {
+    format!("{provider}\0{id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::auth::fake_env;
+    use crate::llm::thinking::{clamp_level, supported_levels};
+
+    pub(super) fn registry(
+        models_json: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> (ModelRegistry, Vec<String>) {
+        let mut diags = Vec::new();
+        let auth = AuthStore::empty().with_env(fake_env(env));
+        let r = ModelRegistry::from_parts(models_json, auth, &mut diags);
+        (r, diags)
+    }
+
+    pub(super) const MOCK: &str = r#"{"providers":{"mock":{"baseUrl":"http://127.0.0.1:18080","api":"anthropic-messages","apiKey":"test-key",
+        "models":[{"id":"mock-model","name":"Mock Model","reasoning":true,"input":["text","image"],
+                   "contextWindow":200000,"cost":{"input":3,"output":15,"cacheRead":0.3,"cacheWrite":3.75}},
+                  {"id":"oai-model","api":"openai-completions","baseUrl":"http://127.0.0.1:18080/v1"}]}}}"#;
+
+    #[test]
+    fn catalog_has_the_table_models() {
+        let (r, diags) = registry(None, &[]);
+        assert!(diags.is_empty(), "{diags:?}");
+        let find = |p: &str, id: &str| r.find(p, id).cloned().unwrap_or_else(|| panic!("{p}/{id}"));
+        let sonnet = find("anthropic", "claude-sonnet-4-5");
+        assert_eq!(sonnet.api, "anthropic-messages");
+        assert_eq!(sonnet.base_url, "https://api.anthropic.com");
+        assert_eq!((sonnet.context_window, sonnet.max_tokens), (200000, 64000));
+        assert_eq!(sonnet.cost.cache_write, 3.75);
+        assert!(find("anthropic", "claude-sonnet-4-5-20250929").reasoning);
+        let opus = find("anthropic", "claude-opus-4-7");
+        assert_eq!(supported_levels(&opus), ThinkingLevel::ALL.to_vec());
+        assert_eq!(opus.compat_bool("forceAdaptiveThinking"), Some(true));
+        let gpt5 = find("openai", "gpt-5");
+        assert_eq!(gpt5.base_url, "https://api.openai.com/v1");
+        assert_eq!(gpt5.api, "openai-responses");
+        assert_eq!(
+            supported_levels(&gpt5),
+            vec![
+                ThinkingLevel::Minimal,
+                ThinkingLevel::Low,
+                ThinkingLevel::Medium,
+                ThinkingLevel::High
+            ]
+        );
+        let gpt54 = find("openai", "gpt-5.4");
+        assert_eq!(gpt54.cost.tiers.as_ref().map(Vec::len), Some(1));
+        for id in [
+            "gpt-4o",
+            "gpt-4.1",
+            "gpt-5-mini",
+            "gpt-5.2",
+            "o3",
+            "o4-mini",
+        ] {
+            find("openai", id);
+        }
+        for id in [
+            "gemini-2.5-pro",
+            "gemini-2.5-flash",
+            "gemini-2.5-flash-lite",
+            "gemini-3.1-pro-preview",
+        ] {
+            let m = find("google", id);
+            assert_eq!(
+                m.base_url,
+                "https://generativelanguage.googleapis.com/v1beta"
+            );
+            assert_eq!(m.api, "google-generative-ai");
+        }
+        assert_eq!(r.provider_ids(), vec!["anthropic", "openai", "google"]);
+        // Nothing is available without credentials.
+        assert!(r.available().is_empty());
+        assert_eq!(r.default_model(), None);
+    }
+
+    #[test]
+    fn request_auth_headers() {
+        let json = r#"{"providers":{"p":{"baseUrl":"http://x","api":"openai-completions",
+            "apiKey":"$PI_RPC_TEST_KEY","authHeader":true,"headers":{"X-Team":"${PI_RPC_TEST_TEAM}","x-over":"provider"},
+            "models":[{"id":"m","headers":{"X-Over":"model"}}]}}}"#;
+        let (r, diags) = registry(
+            Some(json),
+            &[("PI_RPC_TEST_KEY", "sekrit"), ("PI_RPC_TEST_TEAM", "blue")],
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        let cfg = r.provider_config("p").unwrap();
+        assert!(cfg.auth_header);
+        let m = r.find("p", "m").unwrap().clone();
+        assert_eq!(
+            m.headers, None,
+            "models.json headers are not part of the model"
+        );
+        let auth = r.request_auth(&m).unwrap();
+        assert_eq!(auth.api_key.as_deref(), Some("sekrit"));
+        assert_eq!(
+            auth.headers,
+            vec![
+                ("X-Team".to_string(), "blue".to_string()),
+                ("Authorization".to_string(), "Bearer sekrit".to_string()),
+                ("X-Over".to_string(), "model".to_string()),
+            ]
+        );
+
+        let (r, _) = registry(Some(json), &[("PI_RPC_TEST_KEY", "sekrit")]);
+        let err = r.request_auth(&m).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Failed to resolve provider \"p\" header \"X-Team\" from environment variable: PI_RPC_TEST_TEAM"
+        );
+
+        let (r, _) = registry(None, &[("ANTHROPIC_AUTH_TOKEN", "tok")]);
+        let m = r.find("anthropic", "claude-opus-4-7").unwrap().clone();
+        let auth = r.request_auth(&m).unwrap();
+        assert_eq!(auth.api_key, None);
+        assert_eq!(
+            auth.headers,
+            vec![("Authorization".to_string(), "Bearer tok".to_string())]
+        );
+    }
+
+    #[test]
+    fn auth_header_without_key_is_an_error() {
+        let json = r#"{"providers":{"p":{"baseUrl":"http://x","api":"openai-completions","authHeader":true,"models":[{"id":"m"}]}}}"#;
+        let (r, _) = registry(Some(json), &[]);
+        let m = r.find("p", "m").unwrap().clone();
+        assert_eq!(
+            r.request_auth(&m).unwrap_err().to_string(),
+            "No API key found for \"p\""
+        );
+    }
+
+    #[test]
+    fn runtime_key_makes_a_provider_available() {
+        let (mut r, _) = registry(None, &[]);
+        assert!(r.available().is_empty());
+        r.set_runtime_api_key("google", "g".into());
+        assert!(r.available().iter().all(|m| m.provider == "google"));
+        assert_eq!(
+            r.default_model().map(|m| m.id),
+            Some("gemini-4-argon".into())
+        );
+    }
+
+    #[test]
+    fn registry_is_shareable_across_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<ModelRegistry>();
+    }
+
+    #[test]
+    fn clamp_with_catalog_models() {
+        let (r, _) = registry(None, &[]);
+        let o3 = r.find("openai", "o3").unwrap();
+        assert_eq!(clamp_level(o3, ThinkingLevel::Off), ThinkingLevel::Low);
+        let sonnet = r.find("anthropic", "claude-sonnet-4-5").unwrap();
+        assert_eq!(
+            clamp_level(sonnet, ThinkingLevel::Xhigh),
+            ThinkingLevel::High
+        );
+    }
+}
