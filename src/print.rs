@@ -259,7 +259,8 @@ pub fn run_print(session: AgentSession, mode: Mode, positional: &[String]) -> i3
     let _ = writer_handle.join();
 
     if !json && code == 0 {
-        let outcome = text_outcome(&rt.state.lock().messages);
+        let last = rt.state.lock().messages.last().map(|m| m.into_owned());
+        let outcome = text_outcome(last.as_slice());
         match outcome {
             TextOutcome::Nothing => {}
             TextOutcome::Failed(msg) => {

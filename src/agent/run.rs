@@ -552,7 +552,7 @@ impl AgentSession {
     /// The LLM context and options for the next request.
     pub fn llm_request(&self) -> (crate::llm::types::LlmContext, StreamOptions) {
         let (system_prompt, messages) =
-            crate::llm::convert::convert_to_llm(&self.messages, &self.model);
+            crate::llm::convert::convert_to_llm(&self.messages.to_vec(), &self.model);
         let tools = self
             .active_tool_decls()
             .into_iter()

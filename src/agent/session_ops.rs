@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::job::Runtime;
 use super::state::AgentSession;
 use crate::protocol::Response;
-use crate::session::context::build_context;
+use crate::session::context::build_messages;
 use crate::session::SessionManager;
 
 /// A session replacement requested by a command.
@@ -38,7 +38,7 @@ impl SessionOp {
 pub fn run(rt: &Runtime, id: Option<Value>, op: SessionOp) {
     let command = op.command();
     let result = prepare(rt, op).map(|(manager, data)| {
-        let messages = build_context(&manager.branch()).messages;
+        let messages = build_messages(&manager.branch());
         let old = rt.state.lock().install_session(manager, messages);
         drop(old);
         data

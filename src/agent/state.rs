@@ -18,7 +18,8 @@ use crate::resources::settings::QueueMode;
 use crate::resources::skills::Skill;
 use crate::resources::system_prompt::{self, Declared, PromptInputs, ToolDecl};
 use crate::resources::Settings;
-use crate::session::context::build_context;
+use crate::session::context::build_messages;
+use crate::session::messages::ContextMessages;
 use crate::session::SessionManager;
 use crate::tools::Tool;
 use crate::util::{js_value, now_ms};
@@ -66,7 +67,7 @@ pub struct AgentSession {
     pub thinking_level: ThinkingLevel,
     pub session: SessionManager,
     /// The context messages (`get_messages`).
-    pub messages: Vec<Value>,
+    pub messages: ContextMessages,
     pub queues: Queues,
     pub steering_mode: QueueMode,
     pub follow_up_mode: QueueMode,
@@ -129,7 +130,7 @@ impl AgentSession {
             model: Model::placeholder(),
             thinking_level: ThinkingLevel::Off,
             session,
-            messages: Vec::new(),
+            messages: ContextMessages::new(),
             queues: Queues::default(),
             steering_mode,
             follow_up_mode,
@@ -253,7 +254,7 @@ impl AgentSession {
             skills: &self.skills,
             cwd: &self.cwd,
         });
-        let declared = Declared::replay(&self.messages);
+        let declared = Declared::replay(&self.messages.to_vec());
         system_prompt::system_message_for(&declared, &sections, &decls, now_ms())
     }
 
@@ -316,7 +317,7 @@ impl AgentSession {
     /// and the startup flags): the model and thinking level are chosen as pi does (the CLI
     /// selection wins; else what the branch recorded; else the defaults), queues start empty.
     pub fn replace_session(&mut self, manager: SessionManager) {
-        let messages = build_context(&manager.branch()).messages;
+        let messages = build_messages(&manager.branch());
         self.install_session(manager, messages);
     }
 
@@ -327,8 +328,8 @@ impl AgentSession {
     pub fn install_session(
         &mut self,
         manager: SessionManager,
-        messages: Vec<Value>,
-    ) -> (SessionManager, Vec<Value>) {
+        messages: ContextMessages,
+    ) -> (SessionManager, ContextMessages) {
         let old_session = std::mem::replace(&mut self.session, manager);
         let old_messages = std::mem::replace(&mut self.messages, messages);
         // The session's recorded working directory becomes the agent's (as in pi, tools, RPC
@@ -376,7 +377,7 @@ impl AgentSession {
     /// Rebuilds `messages` from the active branch.
     pub fn rebuild_messages(&mut self) {
         let branch = self.session.branch();
-        self.messages = build_context(&branch).messages;
+        self.messages = build_messages(&branch);
     }
 
     /// Sets the thinking level (clamped); returns the events to emit.
@@ -605,7 +606,7 @@ impl AgentSession {
             return None;
         }
         let branch = self.session.branch();
-        match crate::compaction::tokens::context_usage_tokens(&branch, &self.messages) {
+        match crate::compaction::tokens::context_usage_tokens(&branch, &self.messages.to_vec()) {
             None => Some(json!({"tokens": null, "contextWindow": window, "percent": null})),
             Some(tokens) => {
                 let percent = tokens as f64 / window as f64 * 100.0;

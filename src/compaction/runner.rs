@@ -160,7 +160,7 @@ fn execute(
         return Err(Failure::Cancelled);
     }
     // The checkpoint: the system prompt and tools declared so far, replayed into one message.
-    let system_message = current_system_message(&s.messages, None);
+    let system_message = current_system_message(&s.messages.to_vec(), None);
     s.session
         .append_compaction(
             &summary,
@@ -173,7 +173,7 @@ fn execute(
         )
         .map_err(|e| Failure::Failed(e.to_string()))?;
     s.rebuild_messages();
-    let estimated_after: u64 = s.messages.iter().map(estimate_tokens).sum();
+    let estimated_after: u64 = s.messages.iter().map(|m| estimate_tokens(&m)).sum();
     drop(s);
 
     let mut result = Map::new();
@@ -418,11 +418,12 @@ fn decide(
         msg.usage.sum_tokens()
     };
     let tokens = if has_edits {
-        context_tokens(&branch, &s.messages)
+        context_tokens(&branch, &s.messages.to_vec())
     } else if msg.stop_reason == StopReason::Error || direct == 0 {
-        let estimate = estimate_context(&s.messages);
+        let messages = s.messages.to_vec();
+        let estimate = estimate_context(&messages);
         if let (Some(i), Some(c)) = (estimate.last_usage_index, compaction_ms) {
-            let stale = s.messages[i]
+            let stale = messages[i]
                 .get("timestamp")
                 .and_then(Value::as_u64)
                 .is_some_and(|t| t <= c);
@@ -504,7 +505,7 @@ pub fn before_next_turn(rt: &Runtime, cancel: &CancelToken) {
             false
         } else {
             let branch = s.session.branch();
-            exceeds_threshold(&s, context_tokens(&branch, &s.messages))
+            exceeds_threshold(&s, context_tokens(&branch, &s.messages.to_vec()))
         }
     };
     if exceeds {
@@ -517,16 +518,18 @@ pub fn before_next_turn(rt: &Runtime, cancel: &CancelToken) {
 pub fn before_prompt(rt: &Runtime, cancel: &CancelToken) {
     let found = {
         let s = rt.state.lock();
-        s.messages
+        let found = s
+            .messages
             .iter()
             .rev()
             .find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
             .and_then(|v| {
-                let msg = AssistantMessage::from_value(v)?;
+                let msg = AssistantMessage::from_value(&v)?;
                 let branch = s.session.branch();
                 let id = assistant_entry(&branch, msg.timestamp).map(|e| e.id().to_string());
                 Some((msg, id))
-            })
+            });
+        found
     };
     if let Some((msg, id)) = found {
         check_compaction(rt, &msg, id.as_deref(), false, cancel);

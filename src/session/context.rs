@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::entry::Entry;
+use super::messages::ContextMessages;
 use crate::util;
 
 /// What the active branch says about model, thinking level and messages.
@@ -93,11 +94,17 @@ impl<'de> serde::Deserialize<'de> for MaybeString {
 /// Builds the context of `branch` (root first).
 pub fn build_context(branch: &[&Entry]) -> SessionContext {
     let sel = branch_selection(branch);
-    let mut ctx = SessionContext {
-        messages: Vec::new(),
+    SessionContext {
+        messages: build_messages(branch).to_vec(),
         thinking_level: sel.thinking_level,
         model: sel.model,
-    };
+    }
+}
+
+/// The context messages of `branch` (root first): a `message` entry's message that needs no
+/// change is kept as its JSON text.
+pub fn build_messages(branch: &[&Entry]) -> ContextMessages {
+    let mut out = ContextMessages::new();
 
     // The projected entries: after the latest compaction, its kept tail.
     let compaction_pos = branch.iter().rposition(|e| e.kind() == "compaction");
@@ -136,9 +143,15 @@ pub fn build_context(branch: &[&Entry]) -> SessionContext {
         if matches!(edit, Some(Value::Null)) {
             continue;
         }
-        let before = ctx.messages.len();
+        let mut ctx = SessionContext::default();
         match e.kind() {
             "message" => {
+                if edit.is_none() {
+                    if let Some(raw) = e.message_raw().filter(|r| keeps_content(r)) {
+                        out.push_raw(raw.to_owned());
+                        continue;
+                    }
+                }
                 let Some(mut msg) = e.message() else { continue };
                 normalize_null_content(&mut msg);
                 ctx.messages.push(msg);
@@ -196,12 +209,29 @@ pub fn build_context(branch: &[&Entry]) -> SessionContext {
             _ => {}
         }
         if let Some(Value::Object(rep)) = edit {
-            for msg in &mut ctx.messages[before..] {
+            for msg in &mut ctx.messages {
                 apply_replacement(msg, rep);
             }
         }
+        for msg in ctx.messages {
+            out.push(msg);
+        }
     }
-    ctx
+    out
+}
+
+/// Whether a message is an object with a non-null `content` (so `normalize_null_content` would
+/// leave it as it is).
+fn keeps_content(raw: &serde_json::value::RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        content: Option<serde::de::IgnoredAny>,
+    }
+    matches!(
+        serde_json::from_str::<Probe>(raw.get()),
+        Ok(Probe { content: Some(_) })
+    )
 }
 
 /// JavaScript truthiness of a JSON value.

@@ -208,6 +208,20 @@ impl Entry {
         }
     }
 
+    /// The message of a `message` entry as its exact JSON text (a slice of the entry's text);
+    /// `None` for other entries, or when the `message` field is absent or given twice.
+    pub fn message_raw(&self) -> Option<&serde_json::value::RawValue> {
+        #[derive(serde::Deserialize)]
+        struct Of<'a> {
+            #[serde(borrow)]
+            message: Option<&'a serde_json::value::RawValue>,
+        }
+        if self.kind != "message" {
+            return None;
+        }
+        serde_json::from_str::<Of>(&self.raw).ok()?.message
+    }
+
     /// Parses the entry into a typed view (unknown fields ignored): the cheap way to read a few
     /// nested fields of many entries.
     pub fn deserialize<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {

@@ -9,6 +9,7 @@
 //! - [`context`]: the LLM context of the active branch;
 //! - [`stats`]: counts and usage totals (`get_session_stats`);
 //! - [`lookup`]: finding session files for the command line (`--session`, `--continue`, …);
+//! - [`messages`]: the context message list (loaded messages kept as JSON text);
 //! - [`value`]: JSON parsed into `Value`s with exact-size containers (the context's messages).
 
 pub mod context;
@@ -16,6 +17,7 @@ pub mod entry;
 pub mod load;
 pub mod lookup;
 pub mod manager;
+pub mod messages;
 pub mod migrate;
 pub mod stats;
 pub mod tree;

@@ -1,0 +1,131 @@
+//! The agent's context messages: those loaded from the session file are kept as their exact JSON
+//! text (a parsed `Value` costs several times its text), those created in this process as
+//! `Value`s. Readers get parsed `Value`s on demand.
+
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// One context message.
+#[derive(Clone, Debug)]
+enum Message {
+    /// The message's JSON text, as stored in its session entry.
+    Raw(Box<RawValue>),
+    Value(Value),
+}
+
+impl Message {
+    fn value(&self) -> Cow<'_, Value> {
+        match self {
+            // The text was validated when the entry was read, so parsing cannot fail.
+            Message::Raw(r) => Cow::Owned(super::value::from_str(r.get()).unwrap_or(Value::Null)),
+            Message::Value(v) => Cow::Borrowed(v),
+        }
+    }
+}
+
+/// The context message list (`AgentSession.messages`).
+#[derive(Clone, Debug, Default)]
+pub struct ContextMessages {
+    items: Vec<Message>,
+}
+
+impl ContextMessages {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn push(&mut self, message: Value) {
+        self.items.push(Message::Value(message));
+    }
+
+    /// Appends a message kept as its JSON text (parsed when read).
+    pub fn push_raw(&mut self, message: Box<RawValue>) {
+        self.items.push(Message::Raw(message));
+    }
+
+    /// The message at `i`, parsed.
+    pub fn get(&self, i: usize) -> Option<Cow<'_, Value>> {
+        self.items.get(i).map(Message::value)
+    }
+
+    pub fn last(&self) -> Option<Cow<'_, Value>> {
+        self.items.last().map(Message::value)
+    }
+
+    /// The messages in order, each parsed when reached.
+    pub fn iter(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = Cow<'_, Value>> + ExactSizeIterator + Clone + '_ {
+        self.items.iter().map(Message::value)
+    }
+
+    /// All messages as `Value`s.
+    pub fn to_vec(&self) -> Vec<Value> {
+        self.iter().map(Cow::into_owned).collect()
+    }
+
+    pub fn truncate(&mut self, len: usize) {
+        self.items.truncate(len);
+    }
+}
+
+impl From<Vec<Value>> for ContextMessages {
+    fn from(values: Vec<Value>) -> Self {
+        ContextMessages {
+            items: values.into_iter().map(Message::Value).collect(),
+        }
+    }
+}
+
+/// Serialized as the array of its messages (each parsed in turn, so the output is what the same
+/// messages as `Value`s would give).
+impl serde::Serialize for ContextMessages {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.len()))?;
+        for m in self.iter() {
+            seq.serialize_element(&*m)?;
+        }
+        seq.end()
+    }
+}
+
+impl PartialEq for ContextMessages {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a == b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn raw_and_value_messages_read_alike() {
+        let mut m = ContextMessages::new();
+        m.push_raw(RawValue::from_string(r#"{"role":"user","content":"hi"}"#.into()).unwrap());
+        m.push(json!({"role": "assistant", "content": []}));
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.get(0).unwrap()["content"], "hi");
+        assert_eq!(m.last().unwrap()["role"], "assistant");
+        assert_eq!(
+            m.to_vec(),
+            vec![
+                json!({"role": "user", "content": "hi"}),
+                json!({"role": "assistant", "content": []})
+            ]
+        );
+        assert_eq!(m.iter().next_back().unwrap()["role"], "assistant");
+    }
+}
