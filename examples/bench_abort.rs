@@ -13,9 +13,10 @@
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;
 
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mock_llm::MockLlm;
@@ -44,45 +45,21 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(50);
-    let bin = std::env::var_os("PI_RPC_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/pi-rpc"));
-    if !bin.exists() {
-        eprintln!(
-            "{} not found: run `cargo build --release` first",
-            bin.display()
-        );
-        std::process::exit(1);
-    }
+    let bin = bench_support::release_binary();
     // Streams "Hello, world" in 4-character deltas, then sends nothing more (for up to 60 s).
     let mock = MockLlm::start(json!({"replies": [], "default": {
         "blocks": [{"type": "text", "text": "Hello, world"}], "chunk_size": 4,
         "usage": {"input": 10, "output": 3}, "hang": true, "hang_max_ms": 60000}}));
-    let dir = std::env::temp_dir().join(format!("pi-rpc-bench-abort-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
     let models = json!({"providers": {"mock": {"baseUrl": mock.base_url(),
         "api": "anthropic-messages", "apiKey": "bench-key",
         "models": [{"id": "bench-model", "contextWindow": 200000, "maxTokens": 8192}]}}});
-    std::fs::write(dir.join("models.json"), models.to_string()).expect("models.json");
+    let dir = bench_support::agent_dir("abort", &models.to_string());
 
-    let mut child = Command::new(&bin)
-        .args([
-            "--mode",
-            "rpc",
-            "--no-session",
-            "--provider",
-            "mock",
-            "--model",
-            "bench-model",
-        ])
-        .env("PI_CODING_AGENT_DIR", &dir)
-        .env("HOME", &dir)
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn pi-rpc");
+    let mut child = bench_support::spawn_rpc(
+        &bin,
+        &dir,
+        &["--provider", "mock", "--model", "bench-model"],
+    );
     let mut stdin = child.stdin.take().expect("stdin");
     let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut read_record = || -> Option<Value> {

@@ -8,23 +8,14 @@
 //! The binary is `target/release/pi-rpc` (override with `PI_RPC_BIN`). The agent dir is a fresh
 //! temp dir with `--no-session`; no LLM is involved.
 
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde::Deserialize;
-
-fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
 
 /// The fields of an output line this benchmark looks at.
 #[derive(Deserialize)]
@@ -44,23 +35,11 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(100);
-    let bin = std::env::var_os("PI_RPC_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/pi-rpc"));
-    if !bin.exists() {
-        eprintln!(
-            "{} not found: run `cargo build --release` first",
-            bin.display()
-        );
-        std::process::exit(1);
-    }
-    let dir = std::env::temp_dir().join(format!("pi-rpc-bench-bash-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    std::fs::write(
-        dir.join("models.json"),
+    let bin = bench_support::release_binary();
+    let dir = bench_support::agent_dir(
+        "bash",
         r#"{"providers":{"mock":{"baseUrl":"http://127.0.0.1:9","api":"anthropic-messages","apiKey":"k","models":[{"id":"m","reasoning":true}]}}}"#,
-    )
-    .expect("models.json");
+    );
 
     let bytes = megabytes * 1_000_000;
     let command = format!("head -c {bytes} /dev/zero | tr '\\0' 'x' | fold -w 100");
@@ -111,7 +90,7 @@ fn main() {
     }
     let wall = start.elapsed();
     let streaming = first_update.map_or(wall, |t| t.elapsed());
-    let rss = peak_rss_kib(pid);
+    let rss = bench_support::peak_rss_kib(pid);
     drop(stdin);
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);

@@ -6,59 +6,28 @@
 //! The binary is `target/release/pi-rpc` (override with `PI_RPC_BIN`). Each run gets a fresh
 //! agent dir with a one-model `models.json` and `--no-session`, like an embedder's pool would.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+#[path = "bench_support/mod.rs"]
+mod bench_support;
 
-fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
+use std::io::{BufRead, BufReader, Write};
+use std::time::Instant;
 
 fn main() {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(50);
-    let bin = std::env::var_os("PI_RPC_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/pi-rpc"));
-    if !bin.exists() {
-        eprintln!(
-            "{} not found: run `cargo build --release` first",
-            bin.display()
-        );
-        std::process::exit(1);
-    }
-    let dir = std::env::temp_dir().join(format!("pi-rpc-bench-startup-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    std::fs::write(
-        dir.join("models.json"),
+    let bin = bench_support::release_binary();
+    let dir = bench_support::agent_dir(
+        "startup",
         r#"{"providers":{"mock":{"baseUrl":"http://127.0.0.1:9","api":"anthropic-messages","apiKey":"k","models":[{"id":"m","reasoning":true}]}}}"#,
-    )
-    .expect("models.json");
+    );
 
     let mut times_ms = Vec::with_capacity(n);
     let mut rss_kib = Vec::with_capacity(n);
     for _ in 0..n {
         let start = Instant::now();
-        let mut child = Command::new(&bin)
-            .args(["--mode", "rpc", "--no-session"])
-            .env("PI_CODING_AGENT_DIR", &dir)
-            .env("HOME", &dir)
-            .current_dir(&dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn pi-rpc");
+        let mut child = bench_support::spawn_rpc(&bin, &dir, &[]);
         let mut stdin = child.stdin.take().expect("stdin");
         stdin
             .write_all(b"{\"id\":\"1\",\"type\":\"get_state\"}\n")
@@ -69,7 +38,7 @@ fn main() {
             .expect("read");
         let elapsed = start.elapsed();
         assert!(line.contains("\"command\":\"get_state\""), "{line}");
-        if let Some(kib) = peak_rss_kib(child.id()) {
+        if let Some(kib) = bench_support::peak_rss_kib(child.id()) {
             rss_kib.push(kib);
         }
         drop(stdin);

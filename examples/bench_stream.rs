@@ -24,10 +24,12 @@
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;
 
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+
 use std::io::{BufRead, BufReader, Cursor, Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mock_llm::MockLlm;
@@ -373,31 +375,16 @@ fn bench_rpc(body: &str, n: usize) {
     }
     let mock =
         MockLlm::start(json!({"replies": [], "default": {"raw_sse": pieces(body, 64 * 1024)}}));
-    let dir = std::env::temp_dir().join(format!("pi-rpc-bench-stream-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
     let models = json!({"providers": {"mock": {"baseUrl": mock.base_url(),
         "api": "anthropic-messages", "apiKey": "bench-key",
         "models": [{"id": "bench-model", "contextWindow": 200000, "maxTokens": 8192}]}}});
-    std::fs::write(dir.join("models.json"), models.to_string()).expect("models.json");
+    let dir = bench_support::agent_dir("stream", &models.to_string());
     for round in 0..3 {
-        let mut child = Command::new(&bin)
-            .args([
-                "--mode",
-                "rpc",
-                "--no-session",
-                "--provider",
-                "mock",
-                "--model",
-                "bench-model",
-            ])
-            .env("PI_CODING_AGENT_DIR", &dir)
-            .env("HOME", &dir)
-            .current_dir(&dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn pi-rpc");
+        let mut child = bench_support::spawn_rpc(
+            &bin,
+            &dir,
+            &["--provider", "mock", "--model", "bench-model"],
+        );
         let mut stdin = child.stdin.take().expect("stdin");
         let mut out = BufReader::with_capacity(1 << 20, child.stdout.take().expect("stdout"));
         let t0 = Instant::now();
