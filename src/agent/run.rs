@@ -17,8 +17,10 @@ use super::tools_exec::{execute_tool_calls, ToolCallOutcome};
 use crate::cancel::CancelToken;
 use crate::llm::errors::{is_context_overflow, is_retryable};
 use crate::llm::stream::{stream_assistant, StreamUpdate};
+use serde_json::value::RawValue;
+
 use crate::llm::types::{
-    AssistantMessage, CacheRetention, ContentBlock, StopReason, StreamOptions,
+    AssistantMessage, CacheRetention, ContentBlock, StopReason, StreamOptions, Usage,
 };
 use crate::protocol::{Event, Response};
 use crate::util::now_ms;
@@ -471,7 +473,7 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
 
     enum Msg {
         Start(Value),
-        Update(Value, Value),
+        Update(Box<RawValue>, Value),
     }
     let (tx, rx): (Sender<Msg>, Receiver<Msg>) = bounded(256);
     let final_msg = std::thread::scope(|scope| {
@@ -479,13 +481,22 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
         let worker = std::thread::Builder::new()
             .name("llm-stream".into())
             .spawn_scoped(scope, move || {
+                // The usage of the previous delta and its wire text (reused while unchanged).
+                let mut last_usage: Option<(Usage, Box<RawValue>)> = None;
                 stream_assistant(&model, &ctx, &opts, &cancel2, &mut |u| {
                     let m = match u {
                         StreamUpdate::Start(p) => Msg::Start(p.to_value()),
-                        StreamUpdate::Event(p, e) => Msg::Update(
-                            serde_json::to_value(&p.usage).unwrap_or(Value::Null),
-                            e.to_wire(),
-                        ),
+                        StreamUpdate::Event(p, e) => {
+                            let usage = match &last_usage {
+                                Some((u, text)) if *u == p.usage => text.clone(),
+                                _ => {
+                                    let text = usage_text(&p.usage);
+                                    last_usage = Some((p.usage.clone(), text.clone()));
+                                    text
+                                }
+                            };
+                            Msg::Update(usage, e.to_wire())
+                        }
                     };
                     let _ = tx.send(m);
                 })
@@ -546,6 +557,14 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
         retry.attempt = 0;
     }
     msg
+}
+
+/// `usage` as wire text (JavaScript number formatting).
+fn usage_text(usage: &Usage) -> Box<RawValue> {
+    crate::util::to_js_string(usage)
+        .ok()
+        .and_then(|t| RawValue::from_string(t).ok())
+        .unwrap_or_else(|| RawValue::NULL.to_owned())
 }
 
 impl AgentSession {

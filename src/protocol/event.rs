@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     AgentStart,
@@ -26,8 +26,10 @@ pub enum Event {
         message: Value,
     },
     /// Delta-only form: cumulative `usage` plus the assistant event without `partial` (§7).
+    /// `usage` comes pre-serialized: it rarely changes between deltas, so the stream reuses the
+    /// text instead of rebuilding a JSON object per delta.
     MessageUpdate {
-        usage: Value,
+        usage: Box<serde_json::value::RawValue>,
         #[serde(rename = "assistantMessageEvent")]
         assistant_message_event: Value,
     },
