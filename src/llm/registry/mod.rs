@@ -231,6 +231,8 @@ impl ModelRegistry {
                 Vec::new()
             }
         };
+        reg.models
+            .reserve_exact(builtins.iter().map(|b| b.models.len()).sum());
         let config = models_json.and_then(|text| parse_models_json(text, path, diags));
         let empty = Map::new();
         let config = config.as_ref().unwrap_or(&empty);

@@ -14,38 +14,71 @@ pub(super) struct BuiltinProvider {
     pub(super) models: Vec<Model>,
 }
 
+/// One provider of `catalog.json` as stored: its models name neither provider nor (usually)
+/// api and baseUrl, which come from the provider.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CatalogProvider {
+    name: Option<String>,
+    base_url: String,
+    api: String,
+    #[serde(default)]
+    models: Vec<Model>,
+}
+
+/// `{"providers": {...}}`, kept in file order.
+#[derive(serde::Deserialize)]
+struct CatalogFile {
+    providers: OrderedMap<CatalogProvider>,
+}
+
+/// A JSON object read into its entries in file order (catalog order is registry order).
+struct OrderedMap<T>(Vec<(String, T)>);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for OrderedMap<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Entries<T> {
+            type Value = OrderedMap<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(entry) = map.next_entry::<String, T>()? {
+                    entries.push(entry);
+                }
+                Ok(OrderedMap(entries))
+            }
+        }
+        d.deserialize_map(Entries(std::marker::PhantomData))
+    }
+}
+
+/// The built-in catalog, deserialized straight into `Model`s: no `Value` tree of the whole file
+/// is built, which kept start-up heap about 0.6 MiB higher (examples/bench_startup.rs).
 pub(super) fn parse_catalog(text: &str) -> Result<Vec<BuiltinProvider>, String> {
-    let root: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let providers = root
-        .get("providers")
-        .and_then(Value::as_object)
-        .ok_or("no \"providers\" object")?;
-    let mut out = Vec::new();
-    for (id, p) in providers {
-        let s = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
-        let base_url = s("baseUrl").ok_or_else(|| format!("provider {id}: no baseUrl"))?;
-        let api = s("api").ok_or_else(|| format!("provider {id}: no api"))?;
-        let mut models = Vec::new();
-        for m in p
-            .get("models")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let mut obj = m.as_object().cloned().unwrap_or_default();
-            obj.entry("api").or_insert_with(|| Value::from(api.clone()));
-            obj.insert("provider".into(), Value::from(id.clone()));
-            obj.entry("baseUrl")
-                .or_insert_with(|| Value::from(base_url.clone()));
-            let model: Model = serde_json::from_value(Value::Object(obj))
-                .map_err(|e| format!("provider {id}: {e}"))?;
-            models.push(model);
+    let file: CatalogFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(file.providers.0.len());
+    for (id, p) in file.providers.0 {
+        let mut models = p.models;
+        for m in &mut models {
+            if m.api.is_empty() {
+                m.api.clone_from(&p.api);
+            }
+            if m.base_url.is_empty() {
+                m.base_url.clone_from(&p.base_url);
+            }
+            m.provider.clone_from(&id);
         }
         out.push(BuiltinProvider {
-            id: id.clone(),
-            name: s("name").unwrap_or_else(|| id.clone()),
-            base_url,
-            api,
+            name: p.name.unwrap_or_else(|| id.clone()),
+            id,
+            base_url: p.base_url,
+            api: p.api,
             models,
         });
     }
@@ -656,6 +689,50 @@ fn apply_override(m: &mut Model, ov: &Map<String, Value>) {
 mod tests {
     use super::super::tests::{registry, MOCK};
     use super::*;
+
+    #[test]
+    fn catalog_keeps_file_order_and_fills_models_from_their_provider() {
+        let text = r#"{"providers":{
+            "zeta":{"name":"Zeta","baseUrl":"https://z.example","api":"openai-completions","models":[
+                {"id":"z1","name":"Z One","contextWindow":1000,"maxTokens":100},
+                {"id":"z2","api":"openai-responses","baseUrl":"https://other.example"}]},
+            "alpha":{"baseUrl":"https://a.example","api":"anthropic-messages","models":[{"id":"a1"}]}}}"#;
+        let providers = parse_catalog(text).unwrap();
+        let ids: Vec<&str> = providers.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["zeta", "alpha"]);
+        assert_eq!(providers[1].name, "alpha");
+        let z = &providers[0].models;
+        assert_eq!(
+            (
+                z[0].provider.as_str(),
+                z[0].api.as_str(),
+                z[0].base_url.as_str()
+            ),
+            ("zeta", "openai-completions", "https://z.example")
+        );
+        assert_eq!((z[0].context_window, z[0].max_tokens), (1000, 100));
+        assert_eq!(
+            (
+                z[1].provider.as_str(),
+                z[1].api.as_str(),
+                z[1].base_url.as_str()
+            ),
+            ("zeta", "openai-responses", "https://other.example")
+        );
+    }
+
+    #[test]
+    fn a_damaged_catalog_is_an_error_not_a_panic() {
+        for text in [
+            "",
+            "[]",
+            r#"{"providers":[]}"#,
+            r#"{"providers":{"p":{"api":"x","models":[]}}}"#,
+            r#"{"providers":{"p":{"baseUrl":"u","api":"x","models":[{"name":"no id"}]}}}"#,
+        ] {
+            assert!(parse_catalog(text).is_err(), "{text}");
+        }
+    }
 
     #[test]
     fn custom_provider_with_defaults() {
