@@ -2,7 +2,7 @@
 //! them to the processor. It never waits on command execution, so `abort` and `steer` are read
 //! while a run is streaming. `extension_ui_response` lines are resolved right here.
 
-use std::io::{ErrorKind, Read};
+use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
@@ -67,21 +67,26 @@ pub fn spawn<R: Read + Send + 'static>(
         .spawn(move || read_loop(source, to_processor, ui))
 }
 
-fn read_loop<R: Read>(mut source: R, tx: Sender<Input>, ui: UiSink) {
+fn read_loop<R: Read>(source: R, tx: Sender<Input>, ui: UiSink) {
     let mut splitter = LineSplitter::default();
-    let mut buf = vec![0u8; 64 * 1024];
+    // BufReader's buffer is not zero-filled: only the bytes stdin delivers are touched, so an
+    // idle process does not carry 64 KiB of resident buffer.
+    let mut source = BufReader::with_capacity(64 * 1024, source);
     let mut frames = Vec::new();
     loop {
-        let n = match source.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
+        let n = match source.fill_buf() {
+            Ok([]) => break,
+            Ok(bytes) => {
+                splitter.push(bytes, &mut frames);
+                bytes.len()
+            }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => {
                 eprintln!("pi-rpc: stdin read failed: {e}");
                 break;
             }
         };
-        splitter.push(&buf[..n], &mut frames);
+        source.consume(n);
         for frame in frames.drain(..) {
             if !dispatch(decode_frame(frame), &tx, &ui) {
                 return;
