@@ -32,11 +32,24 @@ pub struct Processor {
     pub agent: crossbeam_channel::Sender<AgentJob>,
 }
 
-/// The `<login help>` lines of pi's model/credential errors, pointing at our own docs.
+/// The `<login help>` lines of pi's model/credential errors. pi points at its installation's
+/// `docs/`; pi-rpc's documentation is its README, named by the path it was built from while
+/// that file exists (a binary copied elsewhere names it plainly instead of a dead path).
 pub fn login_help() -> String {
-    let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    let built_from = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    let (providers, models) = if std::path::Path::new(built_from).is_file() {
+        (
+            format!("{built_from}#providers"),
+            format!("{built_from}#models"),
+        )
+    } else {
+        (
+            "pi-rpc's README.md, section \"Providers\"".to_string(),
+            "pi-rpc's README.md, section \"Models\"".to_string(),
+        )
+    };
     format!(
-        "Use /login to log into a provider via OAuth or API key. See:\n  {docs}#providers\n  {docs}#models"
+        "Use /login to log into a provider via OAuth or API key. See:\n  {providers}\n  {models}"
     )
 }
 
