@@ -113,7 +113,8 @@ fn main() {
     );
 }
 
-/// `cargo build --release --bin pi-rpc` with symbols kept, into `target/startup-order`.
+/// `cargo build --release --bin pi-rpc` with symbols kept and the default layout, into
+/// `target/startup-order`.
 fn build_unstripped(root: &Path) -> PathBuf {
     let target = root.join("target").join("startup-order");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -122,6 +123,9 @@ fn build_unstripped(root: &Path) -> PathBuf {
         .current_dir(root)
         .env("CARGO_TARGET_DIR", &target)
         .env("CARGO_PROFILE_RELEASE_STRIP", "false")
+        // Traced without the script: valgrind reads function symbols only inside `.text`, and
+        // the script moves the start-up functions into a section of their own.
+        .env("PI_RPC_NO_STARTUP_ORDER", "1")
         .status();
     match status {
         Ok(s) if s.success() => target.join("release").join("pi-rpc"),
