@@ -52,6 +52,11 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
                 "pi-rpc: cannot determine the working directory: {e}"
             ))
         })?;
+    if cli.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+        return Err(StartupError(
+            "Error: --name requires a non-empty value".to_string(),
+        ));
+    }
     let agent_dir = agent_dir_from_env();
     let mut diags = Vec::new();
 
@@ -63,13 +68,18 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
     let settings = Settings::load(&agent_dir, &cwd, trusted, &mut diags);
 
     let mut registry = ModelRegistry::load(&agent_dir, &mut diags);
+    // As pi: an invalid --thinking is a warning and the flag is ignored.
     let cli_thinking = match cli.thinking.as_deref() {
         None => None,
-        Some(s) => Some(ThinkingLevel::parse(s).ok_or_else(|| {
-            StartupError(format!(
-                "pi-rpc: invalid --thinking \"{s}\": expected one of off, minimal, low, medium, high, xhigh, max"
-            ))
-        })?),
+        Some(s) => {
+            let level = ThinkingLevel::parse(s);
+            if level.is_none() {
+                diags.push(format!(
+                    "Warning: Invalid thinking level \"{s}\". Valid values: off, minimal, low, medium, high, xhigh, max"
+                ));
+            }
+            level
+        }
     };
     let cli_model = match (&cli.model, &cli.provider) {
         (Some(pattern), provider) => {
@@ -82,50 +92,38 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
                 )
                 .map_err(|e| StartupError(format!("Error: {e}")))?;
             if let Some(w) = resolved.warning {
-                diags.push(w);
+                diags.push(format!("Warning: {w}"));
             }
             Some((resolved.model, resolved.thinking_level))
         }
         (None, Some(provider)) => {
-            let first = registry
-                .available()
-                .into_iter()
-                .find(|m| &m.provider == provider)
-                .or_else(|| {
-                    registry
-                        .all()
-                        .iter()
-                        .find(|m| &m.provider == provider)
-                        .cloned()
-                });
-            match first {
-                Some(m) => Some((m, None)),
-                None => {
-                    return Err(StartupError(format!(
-                        "Error: no models for provider \"{provider}\""
-                    )))
-                }
-            }
+            return Err(StartupError(format!(
+                "Error: --provider requires --model (for example: --provider {provider} --model <pattern>)"
+            )))
         }
         (None, None) => None,
     };
+    let scope_patterns = Cli::split_list(&cli.models).or_else(|| settings.enabled_models());
+    let scoped = scope_patterns
+        .filter(|p| !p.is_empty())
+        .map(|p| registry.resolve_scope_with_warnings(&p, &mut diags))
+        .unwrap_or_default();
     if let Some(key) = &cli.api_key {
+        // pi gives the key to the model the flags choose: --model, else the scope's pick.
         let provider = cli_model
             .as_ref()
             .map(|(m, _)| m.provider.clone())
-            .or_else(|| settings.default_provider());
+            .or_else(|| scoped_pick(&scoped, &settings).map(|m| m.provider.clone()));
         match provider {
             Some(p) => registry.set_runtime_api_key(&p, key.clone()),
-            None => diags.push(
-                "Warning: --api-key needs --provider/--model (or a defaultProvider) to know which provider it is for; ignoring it"
-                    .to_string(),
-            ),
+            None => {
+                return Err(StartupError(
+                    "Error: --api-key requires a model to be specified via --model, --provider/--model, or --models"
+                        .to_string(),
+                ))
+            }
         }
     }
-    let scope_patterns = Cli::split_list(&cli.models).or_else(|| settings.enabled_models());
-    let scoped = scope_patterns
-        .map(|p| registry.resolve_scope(&p))
-        .unwrap_or_default();
 
     let skills = discover_skills(
         &SkillOptions {
@@ -228,6 +226,23 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         session,
         mode: cli.effective_mode(),
     })
+}
+
+/// The scoped model pi starts with: the saved default (`defaultProvider` + `defaultModel`) when
+/// it is in scope, else the first scoped model.
+fn scoped_pick<'a>(
+    scoped: &'a [(crate::llm::Model, Option<ThinkingLevel>)],
+    settings: &Settings,
+) -> Option<&'a crate::llm::Model> {
+    let saved = settings.default_provider().zip(settings.default_model());
+    saved
+        .and_then(|(provider, id)| {
+            scoped
+                .iter()
+                .find(|(m, _)| m.provider == provider && m.id == id)
+        })
+        .or_else(|| scoped.first())
+        .map(|(m, _)| m)
 }
 
 /// A flag value that names an existing file is replaced by the file's content.

@@ -179,38 +179,59 @@ impl AgentSession {
         }
     }
 
-    /// CLI model, else settings default, else the first scoped model, else the first available.
+    /// pi's order (`main.ts` `buildSessionOptions`, then `findInitialModel`): the CLI model;
+    /// else, with a `--models` / `enabledModels` scope, the saved default when it is in scope,
+    /// else the first scoped model; else the saved default (`defaultProvider` *and*
+    /// `defaultModel`) when its provider has credentials; else the first available model that
+    /// is its provider's preferred default; else the first available model.
     fn initial_model(&self) -> (Option<Model>, Option<ThinkingLevel>) {
         if let Some((m, l)) = &self.startup.cli_model {
             return (Some(m.clone()), *l);
         }
-        let available = self.registry.available();
-        if let Some(provider) = self.settings.default_provider() {
-            let found = match self.settings.default_model() {
-                Some(id) => available
+        let saved = match (
+            self.settings.default_provider(),
+            self.settings.default_model(),
+        ) {
+            (Some(provider), Some(id)) => self.registry.find(&provider, &id).cloned(),
+            _ => None,
+        };
+        if let Some((first, first_level)) = self.startup.scoped.first() {
+            let in_scope = saved.as_ref().and_then(|saved| {
+                self.startup
+                    .scoped
                     .iter()
-                    .find(|m| m.provider == provider && m.id == id),
-                None => available.iter().find(|m| m.provider == provider),
+                    .find(|(m, _)| m.provider == saved.provider && m.id == saved.id)
+            });
+            return match in_scope {
+                Some((m, l)) => (Some(m.clone()), *l),
+                None => (Some(first.clone()), *first_level),
             };
-            if let Some(m) = found {
-                return (Some(m.clone()), None);
-            }
-        } else if let Some(id) = self.settings.default_model() {
-            if let Some(m) = available.iter().find(|m| m.id == id) {
-                return (Some(m.clone()), None);
-            }
         }
-        if let Some((m, l)) = self.startup.scoped.first() {
-            return (Some(m.clone()), *l);
+        if let Some(m) = saved.filter(|m| self.registry.has_credentials(&m.provider)) {
+            return (Some(m), None);
         }
-        (available.first().cloned(), None)
+        (self.registry.default_model(), None)
     }
 
-    /// Per-model setting, else `defaultThinkingLevel`, else the current level (for switches) —
-    /// `medium` when nothing applies at startup.
+    /// Per-model setting, else `defaultThinkingLevel`, else `medium`. A configured value that is
+    /// no thinking level clamps as pi's `clampThinkingLevel` does: to the model's first level.
     fn settings_level_for(&self, model: &Model) -> ThinkingLevel {
-        self.configured_level_for(model)
-            .unwrap_or(ThinkingLevel::Medium)
+        let configured = self
+            .settings
+            .model_thinking_levels()
+            .get(&model.key())
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| self.settings.default_thinking_level());
+        match configured {
+            None => ThinkingLevel::Medium,
+            Some(raw) => ThinkingLevel::parse(&raw).unwrap_or_else(|| {
+                crate::llm::thinking::supported_levels(model)
+                    .first()
+                    .copied()
+                    .unwrap_or(ThinkingLevel::Off)
+            }),
+        }
     }
 
     fn configured_level_for(&self, model: &Model) -> Option<ThinkingLevel> {
@@ -476,9 +497,10 @@ impl AgentSession {
         } else {
             "followUpMode"
         };
-        self.settings
-            .set_global(&[key], Value::from(mode.as_str()))
-            .map_err(|e| e.to_string())?;
+        if let Err(e) = self.settings.set_global(&[key], Value::from(mode.as_str())) {
+            // Applied for this process all the same, as pi does (its change stays in memory).
+            eprintln!("pi-rpc: {key} not saved: {e}");
+        }
         if steering {
             self.steering_mode = mode;
         } else {
@@ -490,13 +512,18 @@ impl AgentSession {
     /// `set_auto_compaction` / `set_auto_retry`: applied and persisted globally.
     pub fn set_auto_flag(&mut self, compaction: bool, enabled: bool) -> CommandResult<()> {
         let section = if compaction { "compaction" } else { "retry" };
-        self.settings
+        if let Err(e) = self
+            .settings
             .set_global(&[section, "enabled"], Value::Bool(enabled))
-            .map_err(|e| e.to_string())?;
+        {
+            // Applied for this process all the same, as pi does (its change stays in memory).
+            eprintln!("pi-rpc: {section}.enabled not saved: {e}");
+        }
+        // The merged value, as pi reads it: a trusted project's setting still wins.
         if compaction {
-            self.auto_compaction = enabled;
+            self.auto_compaction = self.settings.compaction_enabled();
         } else {
-            self.auto_retry = enabled;
+            self.auto_retry = self.settings.retry().enabled;
         }
         Ok(())
     }

@@ -530,8 +530,11 @@ impl Settings {
     /// Sets `path` (e.g. `["compaction", "enabled"]`) to `value` in the **global** settings file:
     /// under the settings lock, re-reads the file, sets the key (creating intermediate objects),
     /// writes it back 2-space indented through a temp file + rename, then refreshes the merged
-    /// view. A malformed file on disk is left alone and reported as an error. In-memory settings
-    /// are only updated in memory.
+    /// view. In-memory settings are only updated in memory.
+    ///
+    /// When the file cannot be written (malformed on disk — it is then left alone —, locked, or
+    /// an I/O error), the value still takes effect in memory for this process, as in pi, and
+    /// the error says why it was not persisted.
     pub fn set_global(&mut self, path: &[&str], value: Value) -> Result<(), SettingsError> {
         if path.is_empty() {
             return Err(SettingsError::EmptyKey);
@@ -541,6 +544,22 @@ impl Settings {
             self.remerge();
             return Ok(());
         };
+        let persisted = self.persist_global(&file, path, value.clone());
+        if persisted.is_err() {
+            set_in(&mut self.global, path, value);
+            self.remerge();
+        }
+        persisted
+    }
+
+    /// The file half of [`Settings::set_global`].
+    fn persist_global(
+        &mut self,
+        file: &Path,
+        path: &[&str],
+        value: Value,
+    ) -> Result<(), SettingsError> {
+        let file = file.to_path_buf();
         let dir = file
             .parent()
             .map(Path::to_path_buf)

@@ -662,3 +662,196 @@ fn list_models_prints_a_table_of_available_models() {
          mock      mock-haiku  100K     4.1K     no        no    \n"
     );
 }
+
+/// Start-up flag errors exit 1 with pi's message, before any command is read.
+fn startup_error(args: &[&str]) -> (i32, String) {
+    let mut a = Agent::builder()
+        .no_default_args()
+        .args(args.iter().copied())
+        .spawn();
+    let status = a.wait_exit(Duration::from_secs(10));
+    (status.code().unwrap_or(-1), a.stderr())
+}
+
+#[test]
+fn provider_without_model_and_empty_name_are_startup_errors() {
+    let (code, err) = startup_error(&["--no-session", "--provider", "mock"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err.trim_end(),
+        "Error: --provider requires --model (for example: --provider mock --model <pattern>)"
+    );
+    let (code, err) = startup_error(&["--no-session", "--name", "  "]);
+    assert_eq!(code, 1);
+    assert_eq!(err.trim_end(), "Error: --name requires a non-empty value");
+    let (code, err) = startup_error(&["--no-session", "--api-key", "k"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err.trim_end(),
+        "Error: --api-key requires a model to be specified via --model, --provider/--model, or --models"
+    );
+}
+
+#[test]
+fn an_invalid_thinking_flag_is_a_warning_and_ignored() {
+    let mut a = Agent::builder().args(["--thinking", "HIGH"]).spawn();
+    let st = a.request("st", json!({"type": "get_state"}));
+    assert_eq!(st["data"]["thinkingLevel"], "medium");
+    a.close_stdin();
+    a.wait_exit(Duration::from_secs(10));
+    assert_eq!(
+        a.stderr().trim_end(),
+        "Warning: Invalid thinking level \"HIGH\". Valid values: off, minimal, low, medium, high, xhigh, max"
+    );
+}
+
+#[test]
+fn saved_default_needs_both_provider_and_model_and_yields_to_a_scope() {
+    let two_providers = json!({"providers": {
+        "mock": {"baseUrl": BASE, "api": "anthropic-messages", "apiKey": "k",
+                 "models": [{"id": "mock-sonnet", "reasoning": true}, {"id": "mock-haiku"}]},
+        "mock2": {"baseUrl": BASE, "api": "anthropic-messages", "apiKey": "k",
+                  "models": [{"id": "m2a"}]}}});
+    let start = |settings: Value, args: &[&str]| {
+        let mut a = Agent::builder()
+            .no_default_args()
+            .models(Some(two_providers.clone()))
+            .settings(settings)
+            .args(["--no-session"].iter().chain(args).copied())
+            .spawn();
+        let st = a.request("st", json!({"type": "get_state"}));
+        (
+            st["data"]["model"]["provider"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+                + "/"
+                + st["data"]["model"]["id"].as_str().unwrap_or(""),
+            st["data"]["thinkingLevel"].clone(),
+        )
+    };
+    // Only one of the two keys: ignored, the first available model starts.
+    assert_eq!(
+        start(json!({"defaultModel": "mock-haiku"}), &[]),
+        ("mock/mock-sonnet".to_string(), json!("medium"))
+    );
+    assert_eq!(
+        start(json!({"defaultProvider": "mock2"}), &[]),
+        ("mock/mock-sonnet".to_string(), json!("medium"))
+    );
+    // Both: the saved default.
+    assert_eq!(
+        start(
+            json!({"defaultProvider": "mock2", "defaultModel": "m2a"}),
+            &[]
+        ),
+        ("mock2/m2a".to_string(), json!("off"))
+    );
+    // A scope wins over a saved default outside it, and keeps one inside it.
+    let saved = json!({"defaultProvider": "mock", "defaultModel": "mock-sonnet"});
+    assert_eq!(
+        start(saved.clone(), &["--models", "mock-haiku"]),
+        ("mock/mock-haiku".to_string(), json!("off"))
+    );
+    let mut scoped = saved.clone();
+    scoped["enabledModels"] = json!(["mock-haiku"]);
+    assert_eq!(
+        start(scoped, &[]),
+        ("mock/mock-haiku".to_string(), json!("off"))
+    );
+    assert_eq!(
+        start(saved, &["--models", "mock-haiku,mock-sonnet"]),
+        ("mock/mock-sonnet".to_string(), json!("medium"))
+    );
+    // A default thinking level that is no level clamps to the model's first level.
+    assert_eq!(
+        start(json!({"defaultThinkingLevel": "bogus"}), &[]),
+        ("mock/mock-sonnet".to_string(), json!("off"))
+    );
+}
+
+#[test]
+fn built_in_models_carry_type_chat_in_catalog_key_order() {
+    let mut a = Agent::builder()
+        .no_default_args()
+        .models(None)
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .args([
+            "--no-session",
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-sonnet-4-5",
+        ])
+        .spawn();
+    a.send(json!({"id": "st", "type": "get_state"}));
+    a.response("st");
+    let line = a
+        .raw_lines
+        .iter()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .find(|l| l.contains("\"command\":\"get_state\""))
+        .expect("get_state line");
+    let start = line.find("\"model\":{").expect("model");
+    let model = &line[start..];
+    let keys = [
+        "\"id\":\"claude-sonnet-4-5\"",
+        "\"api\":\"anthropic-messages\"",
+        "\"provider\":\"anthropic\"",
+        "\"baseUrl\":",
+        "\"reasoning\":",
+        "\"input\":",
+        "\"cost\":",
+        "\"contextWindow\":",
+        "\"maxTokens\":",
+        "\"type\":\"chat\"",
+    ];
+    let mut at = 0;
+    for k in keys {
+        let i = model[at..]
+            .find(k)
+            .unwrap_or_else(|| panic!("{k} after offset {at} in {model}"));
+        at += i + k.len();
+    }
+    // models.json models have no type.
+    let mut b = Agent::spawn();
+    let st = b.request("st", json!({"type": "get_state"}));
+    assert_eq!(st["data"]["model"], model_sonnet(BASE));
+}
+
+#[test]
+fn settings_changes_apply_when_the_file_cannot_be_saved() {
+    let broken = "{\"steeringMode\": \"all\", \n";
+    let mut a = Agent::builder()
+        .settings(json!({}))
+        .agent_file("settings.json", broken)
+        .spawn();
+    let r = a.request("f", json!({"type": "set_follow_up_mode", "mode": "all"}));
+    assert_eq!(r["success"], true, "{r}");
+    let r = a.request(
+        "c",
+        json!({"type": "set_auto_compaction", "enabled": false}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    let st = a.request("st", json!({"type": "get_state"}));
+    assert_eq!(st["data"]["followUpMode"], "all");
+    assert_eq!(st["data"]["autoCompactionEnabled"], false);
+    let on_disk = std::fs::read_to_string(a.agent_dir.join("settings.json")).unwrap();
+    assert_eq!(on_disk, broken, "the malformed file is left alone");
+}
+
+#[test]
+fn a_trusted_project_setting_still_wins_after_set_auto_compaction() {
+    let mut a = Agent::builder()
+        .settings(json!({"defaultProjectTrust": "always"}))
+        .cwd_file(".pi/settings.json", r#"{"compaction": {"enabled": false}}"#)
+        .spawn();
+    let r = a.request("c", json!({"type": "set_auto_compaction", "enabled": true}));
+    assert_eq!(r["success"], true, "{r}");
+    let st = a.request("st", json!({"type": "get_state"}));
+    assert_eq!(st["data"]["autoCompactionEnabled"], false);
+    let global: Value =
+        serde_json::from_str(&std::fs::read_to_string(a.agent_dir.join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(global["compaction"], json!({"enabled": true}));
+}
