@@ -7,9 +7,10 @@ use crate::util::ser_js_f64;
 
 /// One model as pi describes it on the wire (`get_state.model`, `get_available_models`, …).
 ///
-/// Field order is pi's key order (`modelFromJson` in pi 1.6.0); optional fields are skipped when
-/// `None`, as pi never writes `undefined`. Numbers are printed like JavaScript (`3`, `0.3`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// Serialized in one of pi's two key orders (see [`Model::catalog_layout`]); optional fields are
+/// skipped when `None`, as pi never writes `undefined`. Numbers are printed like JavaScript
+/// (`3`, `0.3`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Model {
     pub id: String,
@@ -55,6 +56,107 @@ pub struct Model {
     /// API-specific quirks (providers.md §6.4), e.g. `forceAdaptiveThinking`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compat: Option<Map<String, Value>>,
+    /// pi's model kind, `"chat"` on every built-in catalog model (pi's catalog entries carry
+    /// it); absent on `models.json` models, as in pi.
+    #[serde(skip)]
+    pub kind: Option<String>,
+    /// True for built-in catalog models. pi sends those objects as its catalog stores them
+    /// (`…, input, cost, contextWindow, maxTokens, thinkingLevelMap, compat, promptCache,
+    /// inputLimits, type`); `models.json` models follow `modelFromJson`'s order instead.
+    #[serde(skip)]
+    pub catalog_layout: bool,
+}
+
+/// Key order of `models.json` models (pi's `modelFromJson`).
+const CUSTOM_ORDER: &[&str] = &[
+    "id",
+    "name",
+    "api",
+    "provider",
+    "baseUrl",
+    "reasoning",
+    "thinkingLevelMap",
+    "input",
+    "inputLimits",
+    "cost",
+    "promptCache",
+    "contextWindow",
+    "maxTokens",
+    "samplingParams",
+    "samplingParamsByThinkingLevel",
+    "headers",
+    "compat",
+    "type",
+];
+
+/// Key order of built-in catalog models (pi's generated catalog data).
+const CATALOG_ORDER: &[&str] = &[
+    "id",
+    "name",
+    "api",
+    "provider",
+    "baseUrl",
+    "reasoning",
+    "input",
+    "cost",
+    "contextWindow",
+    "maxTokens",
+    "thinkingLevelMap",
+    "compat",
+    "promptCache",
+    "inputLimits",
+    "samplingParams",
+    "samplingParamsByThinkingLevel",
+    "headers",
+    "type",
+];
+
+impl Serialize for Model {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        fn opt<M: SerializeMap, T: Serialize>(
+            m: &mut M,
+            key: &str,
+            v: &Option<T>,
+        ) -> Result<(), M::Error> {
+            match v {
+                Some(v) => m.serialize_entry(key, v),
+                None => Ok(()),
+            }
+        }
+        let order = if self.catalog_layout {
+            CATALOG_ORDER
+        } else {
+            CUSTOM_ORDER
+        };
+        let mut m = s.serialize_map(None)?;
+        for &key in order {
+            match key {
+                "id" => m.serialize_entry(key, &self.id)?,
+                "name" => m.serialize_entry(key, &self.name)?,
+                "api" => m.serialize_entry(key, &self.api)?,
+                "provider" => m.serialize_entry(key, &self.provider)?,
+                "baseUrl" => m.serialize_entry(key, &self.base_url)?,
+                "reasoning" => m.serialize_entry(key, &self.reasoning)?,
+                "thinkingLevelMap" => opt(&mut m, key, &self.thinking_level_map)?,
+                "input" => m.serialize_entry(key, &self.input)?,
+                "inputLimits" => opt(&mut m, key, &self.input_limits)?,
+                "cost" => m.serialize_entry(key, &self.cost)?,
+                "promptCache" => opt(&mut m, key, &self.prompt_cache)?,
+                "contextWindow" => m.serialize_entry(key, &self.context_window)?,
+                "maxTokens" => m.serialize_entry(key, &self.max_tokens)?,
+                "samplingParams" => opt(&mut m, key, &self.sampling_params)?,
+                "samplingParamsByThinkingLevel" => {
+                    opt(&mut m, key, &self.sampling_params_by_thinking_level)?
+                }
+                "headers" => opt(&mut m, key, &self.headers)?,
+                "compat" => opt(&mut m, key, &self.compat)?,
+                "type" => opt(&mut m, key, &self.kind)?,
+                _ => {}
+            }
+        }
+        m.end()
+    }
 }
 
 impl Model {

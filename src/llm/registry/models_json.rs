@@ -73,6 +73,8 @@ pub(super) fn parse_catalog(text: &str) -> Result<Vec<BuiltinProvider>, String> 
                 m.base_url.clone_from(&p.base_url);
             }
             m.provider.clone_from(&id);
+            m.kind = Some("chat".to_string());
+            m.catalog_layout = true;
         }
         out.push(BuiltinProvider {
             name: p.name.unwrap_or_else(|| id.clone()),
@@ -479,6 +481,9 @@ pub(super) fn compose_provider(
             sampling_params_by_thinking_level: obj_field(def, "samplingParamsByThinkingLevel"),
             headers: None,
             compat: merge_compat(compat.clone(), obj_field(def, "compat").as_ref()),
+            // A models.json definition is not a catalog entry: no `type`, modelFromJson's order.
+            kind: None,
+            catalog_layout: false,
         };
         match models.iter().position(|m| m.id == model_id) {
             Some(i) => models[i] = model,
