@@ -57,17 +57,19 @@ fn prepare(rt: &Runtime, op: SessionOp) -> Result<(SessionManager, Value), Strin
             Ok((manager, json!({"cancelled": false})))
         }
         SessionOp::Switch { path } => {
-            let (cwd, session_dir) = {
-                let s = rt.state.lock();
-                (s.cwd.clone(), s.session.session_dir().map(PathBuf::from))
-            };
-            let path = crate::util::resolve_path(&cwd, &path);
+            let cwd = rt.state.lock().cwd.clone();
+            // pi resolves the path (and a header without a cwd) against the process cwd, which
+            // stays where pi-rpc started even after a session with another cwd was loaded.
+            let base = std::env::current_dir().unwrap_or_else(|_| cwd.clone());
+            let path = crate::util::resolve_path(&base, &path);
             if !path.exists() {
                 // Deliberate deviation from pi (which starts an empty session at that path).
                 return Err(format!("Session file not found: {}", path.display()));
             }
-            let manager = SessionManager::open(&path, session_dir.as_deref(), &cwd)
-                .map_err(|e| e.to_string())?;
+            // As pi's `SessionManager.open(path)` without a session dir: sessions made from the
+            // opened one (new_session, fork, clone) go next to the opened file, whatever
+            // `--session-dir` said.
+            let manager = SessionManager::open(&path, None, &base).map_err(|e| e.to_string())?;
             // As pi: a session whose recorded working directory is gone is not switched to.
             manager.check_cwd_exists(&cwd).map_err(|e| e.to_string())?;
             Ok((manager, json!({"cancelled": false})))

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::node_error::nul_path_message;
+use super::output_path::normalize_output_path;
 use crate::session::{Entry, SessionManager};
 
 /// Why `export_html` failed. The `Display` text is the RPC error.
@@ -21,8 +23,15 @@ pub enum ExportError {
     InMemory,
     /// A persisted session whose file has not been written yet.
     NothingToExport,
+    /// A `file://` output path Node cannot turn into a path (Node's message).
+    InvalidPath(String),
+    /// Node's `ERR_INVALID_ARG_VALUE`: a NUL byte in the output path (the path as given).
+    NulInPath(String),
+    /// Opening or writing the output failed. `path` is the output path as the client gave it
+    /// (after `~` expansion), named only for `open` errors, as Node does.
     Io {
-        path: PathBuf,
+        syscall: &'static str,
+        path: String,
         source: io::Error,
     },
 }
@@ -34,8 +43,15 @@ impl std::fmt::Display for ExportError {
             ExportError::NothingToExport => {
                 f.write_str("Nothing to export yet - start a conversation first")
             }
-            ExportError::Io { path, source } => {
-                write!(f, "Cannot write {}: {source}", path.display())
+            ExportError::InvalidPath(message) => f.write_str(message),
+            ExportError::NulInPath(path) => f.write_str(&nul_path_message(path)),
+            ExportError::Io {
+                syscall,
+                path,
+                source,
+            } => {
+                let path = (*syscall == "open").then_some(Path::new(path.as_str()));
+                f.write_str(&crate::tools::path::node_error(source, syscall, path))
             }
         }
     }
@@ -50,10 +66,11 @@ impl std::error::Error for ExportError {
     }
 }
 
-/// Writes the session as HTML. `output_path` is used as given (after `~` expansion; relative
-/// paths are relative to `cwd`); by default `pi-session-<session file name without .jsonl>.html`
-/// in `cwd`. Returns the path as reported to the client: `output_path` (expanded) or the
-/// relative default name.
+/// Writes the session as HTML. `output_path` is used as given after pi's `normalizePath` (`~`
+/// expansion, `file://` URLs; relative paths are relative to `cwd`); by default
+/// `pi-session-<session file name without .jsonl>.html` in `cwd`. Returns the path as reported
+/// to the client: `output_path` (normalized) or the relative default name. Missing folders are
+/// not created; errors read as Node's and name that reported path, not the resolved one.
 pub fn export_html(
     manager: &SessionManager,
     output_path: Option<&str>,
@@ -66,7 +83,7 @@ pub fn export_html(
         return Err(ExportError::NothingToExport);
     }
     let reported = match output_path.filter(|p| !p.is_empty()) {
-        Some(p) => crate::util::expand_tilde(p).to_string_lossy().into_owned(),
+        Some(p) => normalize_output_path(p).map_err(ExportError::InvalidPath)?,
         None => {
             let stem = file
                 .file_name()
@@ -84,14 +101,22 @@ pub fn export_html(
             cwd.join(p)
         }
     };
-    let io_err = |source| ExportError::Io {
-        path: target.clone(),
-        source,
+    if reported.contains('\0') {
+        return Err(ExportError::NulInPath(reported));
+    }
+    // As pi's `writeFileSync`: the folder must exist; errors name the path as given.
+    let io_err = |syscall| {
+        let path = reported.clone();
+        move |source| ExportError::Io {
+            syscall,
+            path,
+            source,
+        }
     };
-    let f = File::create(&target).map_err(io_err)?;
+    let f = File::create(&target).map_err(io_err("open"))?;
     let mut out = BufWriter::with_capacity(256 * 1024, f);
-    render_html(manager, &mut out).map_err(io_err)?;
-    out.flush().map_err(io_err)?;
+    render_html(manager, &mut out).map_err(io_err("write"))?;
+    out.flush().map_err(io_err("write"))?;
     Ok(reported)
 }
 
@@ -724,9 +749,63 @@ mod tests {
         let html = std::fs::read_to_string(&explicit).unwrap();
         assert!(html.contains("<div class=\"text\">hi</div>"));
         let e = export_html(&sm, Some("/nonexistent-dir/x.html"), Path::new("/")).unwrap_err();
-        assert!(e
-            .to_string()
-            .starts_with("Cannot write /nonexistent-dir/x.html: "));
+        assert_eq!(
+            e.to_string(),
+            "ENOENT: no such file or directory, open '/nonexistent-dir/x.html'"
+        );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A persisted session with one exchange, in a fresh temp folder.
+    fn saved_session() -> (PathBuf, SessionManager) {
+        let dir = std::env::temp_dir().join(format!("pi-rpc-export-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut sm = SessionManager::create(&dir, Some(&dir), None);
+        sm.append_message(json!({"role":"user","content":"hi","timestamp":1}))
+            .unwrap();
+        sm.append_message(json!({"role":"assistant","content":[{"type":"text","text":"hello"}],"stopReason":"stop","timestamp":2}))
+            .unwrap();
+        assert!(sm.session_file().unwrap().exists());
+        (dir, sm)
+    }
+
+    #[test]
+    fn write_errors_read_as_node_fs_errors_with_the_path_as_given() {
+        let (dir, sm) = saved_session();
+        std::fs::create_dir(dir.join("exports")).unwrap();
+        let err = |out: &str| export_html(&sm, Some(out), &dir).unwrap_err().to_string();
+        // Texts as pi (Node 22 `writeFileSync`) gives them; missing folders are not created.
+        assert_eq!(
+            err("missing/z.html"),
+            "ENOENT: no such file or directory, open 'missing/z.html'"
+        );
+        assert!(!dir.join("missing").exists());
+        assert_eq!(
+            err("exports"),
+            "EISDIR: illegal operation on a directory, open 'exports'"
+        );
+        let abs = dir.join("gone/deep/out.html").display().to_string();
+        assert_eq!(
+            err(&abs),
+            format!("ENOENT: no such file or directory, open '{abs}'")
+        );
+        let file = sm.session_file().unwrap().display().to_string();
+        assert_eq!(
+            err(&format!("{file}/x.html")),
+            format!("ENOTDIR: not a directory, open '{file}/x.html'")
+        );
+        assert_eq!(
+            err("a\0b.html"),
+            "The argument 'path' must be a string, Uint8Array, or URL without null bytes. Received 'a\\x00b.html'"
+        );
+        if Path::new("/dev/full").exists() {
+            // The open succeeds; the write fails, and Node names no path then.
+            assert_eq!(err("/dev/full"), "ENOSPC: no space left on device, write");
+        }
+        assert_eq!(
+            export_html(&sm, Some("exports/y.html"), &dir).unwrap(),
+            "exports/y.html"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -17,9 +17,11 @@ use super::migrate;
 pub enum LoadError {
     /// The path does not exist.
     NotFound(PathBuf),
-    /// The file exists but could not be read (permissions, a directory, I/O error).
+    /// The file exists but could not be read (permissions, a directory, I/O error): `syscall`
+    /// is the call that failed (`open` or `read`), named in the text as Node does.
     Unreadable {
         path: PathBuf,
+        syscall: &'static str,
         source: std::io::Error,
     },
     /// The file has content, but its first valid line is not a session header.
@@ -35,14 +37,19 @@ impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LoadError::NotFound(p) => write!(f, "Session file not found: {}", p.display()),
-            LoadError::Unreadable { path, source } => {
-                write!(f, "Cannot read session file {}: {source}", path.display())
+            // As pi (Node's fs errors): `EACCES: permission denied, open '<path>'`, or for a
+            // read `EISDIR: illegal operation on a directory, read` (no path).
+            LoadError::Unreadable {
+                path,
+                syscall,
+                source,
+            } => {
+                let path = (*syscall == "open").then_some(path.as_path());
+                f.write_str(&crate::tools::path::node_error(source, syscall, path))
             }
-            LoadError::NotASession(p) => write!(
-                f,
-                "Session file is not a valid pi session: {} (its first line must be a session header)",
-                p.display()
-            ),
+            LoadError::NotASession(p) => {
+                write!(f, "Session file is not a valid pi session: {}", p.display())
+            }
             LoadError::Rewrite { path, source } => write!(
                 f,
                 "Cannot rewrite migrated session file {}: {source}",
@@ -113,23 +120,30 @@ fn open(path: &Path) -> Result<File, LoadError> {
     match File::open(path) {
         Ok(f) => {
             if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-                return Err(LoadError::Unreadable {
-                    path: path.to_path_buf(),
-                    source: std::io::Error::other("is a directory"),
-                });
+                // Opening a directory succeeds; pi's first read of it fails.
+                return Err(unreadable(
+                    path,
+                    std::io::Error::from_raw_os_error(libc::EISDIR),
+                ));
             }
             Ok(f)
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Err(LoadError::NotFound(path.to_path_buf()))
         }
-        Err(source) => Err(unreadable(path, source)),
+        Err(source) => Err(LoadError::Unreadable {
+            path: path.to_path_buf(),
+            syscall: "open",
+            source,
+        }),
     }
 }
 
+/// A failed read of an open session file.
 fn unreadable(path: &Path, source: std::io::Error) -> LoadError {
     LoadError::Unreadable {
         path: path.to_path_buf(),
+        syscall: "read",
         source,
     }
 }
@@ -400,15 +414,21 @@ mod tests {
         let p = temp_file("x.jsonl", "{\"type\":\"message\",\"id\":\"a\"}\n");
         let e = load_file(&p).unwrap_err();
         assert!(matches!(e, LoadError::NotASession(_)));
-        assert!(e
-            .to_string()
-            .starts_with("Session file is not a valid pi session: "));
+        assert_eq!(
+            e.to_string(),
+            format!("Session file is not a valid pi session: {}", p.display())
+        );
 
         let p = temp_file("y.jsonl", "\n\n");
         assert!(matches!(load_file(&p), Err(LoadError::NotASession(_))));
 
         let dir = p.parent().unwrap();
-        assert!(matches!(load_file(dir), Err(LoadError::Unreadable { .. })));
+        let e = load_file(dir).unwrap_err();
+        assert!(matches!(e, LoadError::Unreadable { .. }));
+        assert_eq!(
+            e.to_string(),
+            "EISDIR: illegal operation on a directory, read"
+        );
 
         let p = temp_file("z.jsonl", "");
         assert!(load_file(&p).unwrap().empty);

@@ -585,3 +585,275 @@ fn kill_9_during_a_streamed_reply_leaves_a_session_that_continue_loads() {
         ]
     );
 }
+
+/// A v3 session file with one exchange and a second user question (entry `e4`), recorded in
+/// `cwd`, written at `path`.
+fn write_session_file(path: &Path, id: &str, cwd: &Path) {
+    let usage = json!({"input":5,"output":3,"cacheRead":0,"cacheWrite":0,"totalTokens":8,
+        "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}});
+    let lines = [
+        json!({"type":"session","version":3,"id":id,"timestamp":"2025-02-01T00:00:00.000Z","cwd":cwd}),
+        json!({"type":"message","id":"e2","parentId":null,"timestamp":"2025-02-01T00:00:01.000Z",
+               "message":{"role":"user","content":[{"type":"text","text":"root question"}],"timestamp":1738368001000u64}}),
+        json!({"type":"message","id":"e3","parentId":"e2","timestamp":"2025-02-01T00:00:02.000Z",
+               "message":{"role":"assistant","content":[{"type":"text","text":"answer"}],"api":"anthropic-messages",
+                          "provider":"mock","model":"mock-sonnet","usage":usage,"stopReason":"stop","timestamp":1738368002000u64}}),
+        json!({"type":"message","id":"e4","parentId":"e3","timestamp":"2025-02-01T00:00:03.000Z",
+               "message":{"role":"user","content":[{"type":"text","text":"second question"}],"timestamp":1738368003000u64}}),
+    ];
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The `.jsonl` files directly in `dir` (none when it does not exist).
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.retain(|p| p.extension().is_some_and(|x| x == "jsonl"));
+    v.sort();
+    v
+}
+
+/// The directory of the current session file.
+fn session_folder(agent: &mut Agent) -> PathBuf {
+    session_file(agent).parent().unwrap().to_path_buf()
+}
+
+#[test]
+fn after_switch_session_new_files_go_next_to_the_opened_file() {
+    // pi's switch_session opens the file with no session dir of its own, so clone / new_session
+    // / fork write beside it even when --session-dir says otherwise.
+    let mock = MockLlm::start(json!({"replies": [text_reply("in other"), text_reply("back")]}));
+    let first = persisted(&mock).spawn();
+    let sessions = first.cwd.join("sessions");
+    let mut agent = again(
+        &first,
+        &mock,
+        &["--session-dir", sessions.to_str().unwrap()],
+    );
+    let other = agent.cwd.join("other");
+    let opened = other.join("tree_v3.jsonl");
+    write_session_file(&opened, "fx-tree", &agent.cwd);
+    let switch = json!({"type": "switch_session", "sessionPath": opened.display().to_string()});
+
+    assert_eq!(agent.request("sw", switch.clone())["success"], true);
+    assert_eq!(
+        agent.request("cl", json!({"type": "clone"}))["success"],
+        true
+    );
+    let cloned = session_file(&mut agent);
+    assert_eq!(cloned.parent().unwrap(), other);
+    assert!(
+        cloned.is_file(),
+        "a clone with a conversation is written at once"
+    );
+    assert_eq!(
+        file_header(&cloned)["parentSession"],
+        json!(opened.display().to_string())
+    );
+
+    assert_eq!(agent.request("sw2", switch.clone())["success"], true);
+    assert_eq!(
+        agent.request("ns", json!({"type": "new_session"}))["success"],
+        true
+    );
+    assert_eq!(session_folder(&mut agent), other);
+    run_prompt(&mut agent, "p1", "in new");
+    let fresh = session_file(&mut agent);
+    assert_eq!(fresh.parent().unwrap(), other);
+    assert!(fresh.is_file());
+    // The new session made there keeps the folder: its own clone goes there too.
+    assert_eq!(
+        agent.request("cl2", json!({"type": "clone"}))["success"],
+        true
+    );
+    assert_eq!(session_folder(&mut agent), other);
+
+    assert_eq!(agent.request("sw3", switch)["success"], true);
+    let r = agent.request("fk", json!({"type": "fork", "entryId": "e4"}));
+    assert_eq!(
+        r["data"],
+        json!({"text": "second question", "cancelled": false})
+    );
+    assert_eq!(session_folder(&mut agent), other);
+    assert_eq!(jsonl_files(&other).len(), 5, "{:?}", jsonl_files(&other));
+    assert!(jsonl_files(&sessions).is_empty());
+
+    // Switching to a file in the session dir makes that folder the place again.
+    let first_in_dir = sessions.join("first.jsonl");
+    write_session_file(&first_in_dir, "fx-first", &agent.cwd);
+    let r = agent.request(
+        "sw4",
+        json!({"type": "switch_session", "sessionPath": first_in_dir.display().to_string()}),
+    );
+    assert_eq!(r["success"], true);
+    agent.request("ns2", json!({"type": "new_session"}));
+    assert_eq!(session_folder(&mut agent), sessions);
+}
+
+#[test]
+fn switch_session_resolves_a_relative_path_against_the_process_cwd() {
+    // Loading a session recorded in another folder makes that the agent's cwd, but pi resolves
+    // later relative `sessionPath`s against its process cwd.
+    let mock = MockLlm::start(json!({"replies": []}));
+    let mut agent = persisted(&mock).spawn();
+    let other = agent.cwd.join("other");
+    write_session_file(&other.join("a.jsonl"), "fx-a", &other);
+    write_session_file(&agent.cwd.join("b.jsonl"), "fx-b", &agent.cwd);
+    let r = agent.request(
+        "sw",
+        json!({"type": "switch_session", "sessionPath": "other/a.jsonl"}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(state(&mut agent)["sessionId"], "fx-a");
+    let r = agent.request(
+        "sw2",
+        json!({"type": "switch_session", "sessionPath": "b.jsonl"}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    let st = state(&mut agent);
+    assert_eq!(st["sessionId"], "fx-b");
+    assert_eq!(st["sessionFile"], json!(agent.cwd.join("b.jsonl")));
+}
+
+#[test]
+fn session_flag_with_a_path_keeps_new_files_beside_it_unless_a_session_dir_is_set() {
+    let mock = MockLlm::start(json!({"replies": []}));
+    let first = persisted(&mock).spawn();
+    let other = first.cwd.join("other");
+    write_session_file(&other.join("a.jsonl"), "fx-a", &first.cwd);
+
+    // pi's SessionManager.open(path): without a session dir, the file's folder.
+    let mut beside = again(&first, &mock, &["--session", "other/a.jsonl"]);
+    assert_eq!(state(&mut beside)["sessionId"], "fx-a");
+    let r = beside.request("fk", json!({"type": "fork", "entryId": "e4"}));
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(session_folder(&mut beside), other);
+    beside.request("ns", json!({"type": "new_session"}));
+    assert_eq!(session_folder(&mut beside), other);
+    drop(beside);
+
+    // With --session-dir, that folder.
+    let sd = first.root.path().join("sd");
+    let mut in_dir = again(
+        &first,
+        &mock,
+        &[
+            "--session",
+            "other/a.jsonl",
+            "--session-dir",
+            sd.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(state(&mut in_dir)["sessionId"], "fx-a");
+    in_dir.request("cl", json!({"type": "clone"}));
+    assert_eq!(session_folder(&mut in_dir), sd);
+    in_dir.request("ns", json!({"type": "new_session"}));
+    assert_eq!(session_folder(&mut in_dir), sd);
+
+    // --no-session, then switch_session: the opened file's folder (persisted from then on).
+    let mut mem = agent_for(&mock).in_cwd(&first.cwd).spawn();
+    let r = mem.request(
+        "sw",
+        json!({"type": "switch_session", "sessionPath": "other/a.jsonl"}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    mem.request("ns", json!({"type": "new_session"}));
+    assert_eq!(session_folder(&mut mem), other);
+}
+
+#[test]
+fn export_html_errors_read_as_node_fs_errors_with_the_path_as_given() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("Exported.")]}));
+    let mut agent = persisted(&mock)
+        .cwd_file("exports/.keep", "")
+        .cwd_file("a.txt", "x")
+        .spawn();
+    run_prompt(&mut agent, "p1", "hi");
+    let export = |agent: &mut Agent, path: &str| {
+        let id = next_id("x");
+        let r = agent.request(&id, json!({"type": "export_html", "outputPath": path}));
+        assert_eq!(r["command"], "export_html");
+        r
+    };
+    let err = |r: Value| {
+        assert_eq!(r["success"], false, "{r}");
+        assert!(r.get("data").is_none());
+        r["error"].as_str().unwrap().to_string()
+    };
+    // Exactly pi 1.6.0's texts (Node's writeFileSync); missing folders are not created.
+    assert_eq!(
+        err(export(&mut agent, "missing/z.html")),
+        "ENOENT: no such file or directory, open 'missing/z.html'"
+    );
+    assert!(!agent.cwd.join("missing").exists());
+    assert_eq!(
+        err(export(&mut agent, "exports")),
+        "EISDIR: illegal operation on a directory, open 'exports'"
+    );
+    assert_eq!(
+        err(export(&mut agent, "a.txt/x.html")),
+        "ENOTDIR: not a directory, open 'a.txt/x.html'"
+    );
+    assert_eq!(
+        err(export(&mut agent, "./sub/../y.html")),
+        "ENOENT: no such file or directory, open './sub/../y.html'"
+    );
+    let abs = agent.root.path().join("tmp/exp/deep/out.html");
+    let abs = abs.display().to_string();
+    assert_eq!(
+        err(export(&mut agent, &abs)),
+        format!("ENOENT: no such file or directory, open '{abs}'")
+    );
+    assert_eq!(
+        err(export(&mut agent, "a\u{0}b.html")),
+        "The argument 'path' must be a string, Uint8Array, or URL without null bytes. Received 'a\\x00b.html'"
+    );
+    assert_eq!(
+        err(export(&mut agent, "file://host/x.html")),
+        "File URL host must be \"localhost\" or empty on linux"
+    );
+    // `~/` is joined as Node's path.join does; a file URL becomes its path.
+    let home = agent.root.path().join("home");
+    let r = export(&mut agent, "~/q/../x.html");
+    assert_eq!(r["data"], json!({"path": home.join("x.html")}));
+    let url = format!("file://{}/f%20g.html", agent.cwd.display());
+    let r = export(&mut agent, &url);
+    assert_eq!(r["data"], json!({"path": agent.cwd.join("f g.html")}));
+    assert!(agent.cwd.join("f g.html").is_file());
+    let r = export(&mut agent, "exports/y.html");
+    assert_eq!(r["data"], json!({"path": "exports/y.html"}));
+    assert_eq!(state(&mut agent)["isStreaming"], false);
+}
+
+#[test]
+fn switch_session_to_an_unreadable_or_foreign_file_reports_pi_texts() {
+    let mock = MockLlm::start(json!({"replies": []}));
+    let mut agent = persisted(&mock)
+        .cwd_file("d/.keep", "")
+        .cwd_file("bad.jsonl", "not json\n")
+        .spawn();
+    let before = state(&mut agent);
+    let switch = |agent: &mut Agent, path: &str| {
+        let r = agent.request(
+            &next_id("sw"),
+            json!({"type": "switch_session", "sessionPath": path}),
+        );
+        assert_eq!(r["success"], false, "{r}");
+        r["error"].as_str().unwrap().to_string()
+    };
+    assert_eq!(
+        switch(&mut agent, "d"),
+        "EISDIR: illegal operation on a directory, read"
+    );
+    assert_eq!(
+        switch(&mut agent, "bad.jsonl"),
+        format!(
+            "Session file is not a valid pi session: {}",
+            agent.cwd.join("bad.jsonl").display()
+        )
+    );
+    assert_eq!(state(&mut agent), before);
+}
