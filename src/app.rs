@@ -161,7 +161,7 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         .collect();
     let prompt = prompt_config(cli, &agent_dir, &cwd, trusted, &mut diags);
     let session_dir = session_dir(cli, &settings, &agent_dir, &cwd);
-    let explicit_dir = explicit_session_dir(cli, &settings, &cwd);
+    let explicit_dir = explicit_session_dir(cli, &settings);
     let resumed = cli.continue_session
         || cli.resume
         || cli.session.is_some()
@@ -304,14 +304,16 @@ fn prompt_config(
     }
 }
 
-/// `--session-dir` > `PI_CODING_AGENT_SESSION_DIR` > setting `sessionDir`, if any.
-fn explicit_session_dir(cli: &Cli, settings: &Settings, cwd: &Path) -> Option<PathBuf> {
+/// `--session-dir` > `PI_CODING_AGENT_SESSION_DIR` > setting `sessionDir`, if any. As pi's
+/// `normalizePath`, `~` is expanded but a relative directory stays relative (to the process
+/// cwd, which never changes), so `sessionFile` reports it as given.
+fn explicit_session_dir(cli: &Cli, settings: &Settings) -> Option<PathBuf> {
     cli.session_dir
         .clone()
         .or_else(|| std::env::var("PI_CODING_AGENT_SESSION_DIR").ok())
         .filter(|s| !s.is_empty())
         .or_else(|| settings.session_dir())
-        .map(|d| crate::util::resolve_path(cwd, &d))
+        .map(|d| crate::util::expand_tilde(&d))
 }
 
 /// The explicit session directory, else the per-cwd default; `None` with `--no-session`.
@@ -319,10 +321,7 @@ fn session_dir(cli: &Cli, settings: &Settings, agent_dir: &Path, cwd: &Path) -> 
     if cli.no_session {
         return None;
     }
-    Some(
-        explicit_session_dir(cli, settings, cwd)
-            .unwrap_or_else(|| default_session_dir(agent_dir, cwd)),
-    )
+    Some(explicit_session_dir(cli, settings).unwrap_or_else(|| default_session_dir(agent_dir, cwd)))
 }
 
 /// Ends the process after killing child process groups.
