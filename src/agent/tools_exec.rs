@@ -19,6 +19,10 @@ use crate::util::now_ms;
 /// The tool-result message of one call.
 pub struct ToolCallOutcome {
     pub message: Value,
+    /// The call's arguments when the tool rewrote them in place while preparing them (pi's
+    /// edit `prepareArguments` mutates the tool call): the assistant message shows them from
+    /// `turn_end` on.
+    pub rewritten_arguments: Option<Value>,
 }
 
 /// A finished call: the wire result, whether it is an error, and how long it ran.
@@ -51,6 +55,11 @@ fn output_finished(out: ToolOutput, duration_ms: u64) -> Finished {
     if let Some(s) = out.structured_content {
         result.insert("structuredContent".into(), s);
     }
+    // A tool that returns an error result (bash's non-zero exit) rather than failing has
+    // `isError` in the result object itself, which `tool_execution_end` carries as it is.
+    if out.is_error {
+        result.insert("isError".into(), true.into());
+    }
     Finished {
         result: Value::Object(result),
         content,
@@ -63,29 +72,38 @@ fn output_finished(out: ToolOutput, duration_ms: u64) -> Finished {
 const LENGTH_STOP_TEXT: &str = "was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.";
 
 /// Executes `calls`; `length_stop` fails them all without running (the reply was cut off).
+/// `on_rewrite(k, args)` is told, right after the `k`-th call's arguments were prepared, that
+/// the tool rewrote them in place (pi's edit tool mutates the tool call's arguments object).
 pub fn execute_tool_calls(
     rt: &Runtime,
     calls: &[ContentBlock],
     cancel: &CancelToken,
     length_stop: bool,
+    on_rewrite: &mut dyn FnMut(usize, &Value),
 ) -> Vec<ToolCallOutcome> {
     struct Call {
         id: String,
         name: String,
+        /// The arguments as the transcript shows them (rewritten in place by preparation).
         args: Value,
+        args_error: Option<String>,
+        rewritten: bool,
     }
-    let calls: Vec<Call> = calls
+    let mut calls: Vec<Call> = calls
         .iter()
         .filter_map(|b| match b {
             ContentBlock::ToolCall {
                 id,
                 name,
                 arguments,
+                arguments_error,
                 ..
             } => Some(Call {
                 id: id.clone(),
                 name: name.clone(),
                 args: arguments.clone(),
+                args_error: arguments_error.clone(),
+                rewritten: false,
             }),
             _ => None,
         })
@@ -98,24 +116,39 @@ pub fn execute_tool_calls(
     let mut finished: Vec<Option<Finished>> = (0..calls.len()).map(|_| None).collect();
     let mut runnable: Vec<(usize, Arc<dyn Tool>, Value)> = Vec::new();
 
-    for (i, call) in calls.iter().enumerate() {
+    for (i, call) in calls.iter_mut().enumerate() {
         rt.out.event(&Event::ToolExecutionStart {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args: call.args.clone(),
         });
+        // pi's prepareToolCall: abort, unknown tool, argument preparation, malformed
+        // arguments, schema validation, in that order.
         let failure = if length_stop {
             Some(format!("Tool call \"{}\" {LENGTH_STOP_TEXT}", call.name))
+        } else if cancel.is_cancelled() {
+            Some("Operation aborted".into())
         } else {
             match tools.iter().find(|t| t.name() == call.name) {
                 None => Some(format!("Tool {} not found", call.name)),
                 Some(tool) => {
-                    let prepared = tool.prepare_arguments(call.args.clone());
-                    match crate::tools::validate::validate_arguments(
-                        tool.name(),
-                        &tool.parameters(),
-                        &prepared,
-                    ) {
+                    let before = call.args.clone();
+                    let prepared = tool.prepare_arguments(&mut call.args);
+                    if call.args != before {
+                        call.rewritten = true;
+                        on_rewrite(i, &call.args);
+                    }
+                    let validated = match &call.args_error {
+                        Some(e) => {
+                            Err(format!("Invalid arguments for tool \"{}\": {e}", call.name))
+                        }
+                        None => crate::tools::validate::validate_arguments(
+                            tool.name(),
+                            &tool.parameters(),
+                            &prepared,
+                        ),
+                    };
+                    match validated {
                         Err(text) => Some(text),
                         Ok(_) if cancel.is_cancelled() => Some("Operation aborted".into()),
                         Ok(coerced) => {
@@ -162,6 +195,7 @@ pub fn execute_tool_calls(
                         model_supports_images: ctx_parts.model_supports_images,
                         model_id: ctx_parts.model_id.clone(),
                         temp_dir: ctx_parts.temp_dir.clone(),
+                        images: ctx_parts.images,
                     };
                     let start = Instant::now();
                     let tx_up = tx.clone();
@@ -225,6 +259,7 @@ pub fn execute_tool_calls(
             m.insert("timestamp".into(), now_ms().into());
             ToolCallOutcome {
                 message: Value::Object(m),
+                rewritten_arguments: call.rewritten.then(|| call.args.clone()),
             }
         })
         .collect()

@@ -375,11 +375,13 @@ fn transform_block(block: ContentBlock, same_model: bool) -> Option<ContentBlock
             id,
             name,
             arguments,
+            arguments_error,
             thought_signature,
         } => Some(ContentBlock::ToolCall {
             id,
             name,
             arguments,
+            arguments_error,
             thought_signature: if same_model { thought_signature } else { None },
         }),
         other => Some(other),
@@ -570,6 +572,7 @@ mod tests {
             id: id.into(),
             name: "bash".into(),
             arguments: json!({}),
+            arguments_error: None,
             thought_signature: None,
         };
         let msgs = vec![
@@ -684,6 +687,7 @@ mod tests {
                 id: "c1".into(),
                 name: "bash".into(),
                 arguments: json!({}),
+                arguments_error: None,
                 thought_signature: Some("th".into()),
             },
         ];
@@ -718,6 +722,7 @@ mod tests {
                     id: "c1".into(),
                     name: "bash".into(),
                     arguments: json!({}),
+                    arguments_error: None,
                     thought_signature: None
                 }
             ]
@@ -730,6 +735,7 @@ mod tests {
             id: "call|abc+/=".into(),
             name: "bash".into(),
             arguments: json!({}),
+            arguments_error: None,
             thought_signature: None,
         };
         let msgs = vec![

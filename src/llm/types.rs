@@ -156,6 +156,15 @@ pub enum ContentBlock {
         name: String,
         #[serde(default = "empty_object")]
         arguments: Value,
+        /// Why the streamed arguments text did not parse (then `arguments` is `{}`): the parse
+        /// error, a blank line and `Received arguments:` with the text (pi-ai's
+        /// `parseToolCallArguments`). The call fails validation with this text.
+        #[serde(
+            rename = "argumentsError",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        arguments_error: Option<String>,
         #[serde(
             rename = "thoughtSignature",
             default,
@@ -697,6 +706,7 @@ mod tests {
                 id: "toolu_1".into(),
                 name: "bash".into(),
                 arguments: json!({"command": "ls"}),
+                arguments_error: None,
                 thought_signature: None,
             },
             ContentBlock::Image {
@@ -724,6 +734,7 @@ mod tests {
                 id: "a".into(),
                 name: "b".into(),
                 arguments: json!({}),
+                arguments_error: None,
                 thought_signature: None
             })
         );
@@ -904,6 +915,7 @@ mod tests {
                         id: "toolu_C".into(),
                         name: "bash".into(),
                         arguments: json!({"command":"sleep 5; echo C"}),
+                        arguments_error: None,
                         thought_signature: None,
                     },
                 },

@@ -653,6 +653,22 @@ impl SessionManager {
         self.append("message", f)
     }
 
+    /// Replaces the `message` of message entry `id` in memory only: the file keeps the line
+    /// already written. pi's tools rewrite a tool call's arguments in place after the assistant
+    /// message was persisted; its in-memory entries (`get_entries`, context rebuilds) show that.
+    pub fn set_message_in_memory(&mut self, id: &str, message: Value) -> bool {
+        let Some(&i) = self.index.get(id) else {
+            return false;
+        };
+        match self.entries.get(i) {
+            Some(entry) if entry.kind() == "message" => {
+                self.entries[i] = entry.with_field("message", message);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// A `session_info` entry; newlines become spaces and the name is trimmed (pi's sanitizing).
     pub fn append_session_info(&mut self, name: &str) -> Result<Entry, SessionError> {
         let mut clean = String::with_capacity(name.len());

@@ -27,28 +27,35 @@ fn is_single_edit(v: &Value) -> bool {
     v.get("oldText").is_some_and(Value::is_string) && v.get("newText").is_some_and(Value::is_string)
 }
 
-/// pi's `prepareEditArguments`: `edits` given as a JSON string is parsed; a single edit object
-/// becomes a one-item array; legacy top-level `oldText`/`newText` are appended as an edit.
-pub fn prepare_edit_arguments(args: Value) -> Value {
-    let Value::Object(mut obj) = args else {
+/// The part of pi's `prepareEditArguments` that rewrites the tool call's own arguments object
+/// (so the transcript shows it from `turn_end` on): `edits` given as a JSON string is parsed
+/// (kept when it is neither an array nor a single edit); a single edit object becomes a
+/// one-item array. The key keeps its place.
+pub fn normalize_edits_in_place(args: &mut Value) {
+    let Value::Object(obj) = args else {
+        return;
+    };
+    let normalized = match obj.get("edits") {
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(parsed) if parsed.is_array() => Some(parsed),
+            Ok(parsed) if is_single_edit(&parsed) => Some(Value::Array(vec![parsed])),
+            _ => None,
+        },
+        Some(e) if is_single_edit(e) => Some(Value::Array(vec![e.clone()])),
+        _ => None,
+    };
+    if let Some(edits) = normalized {
+        obj.insert("edits".into(), edits);
+    }
+}
+
+/// pi's `prepareEditArguments`: [`normalize_edits_in_place`], then legacy top-level
+/// `oldText`/`newText` are appended as an edit (in a new object, the tool call keeps them).
+pub fn prepare_edit_arguments(mut args: Value) -> Value {
+    normalize_edits_in_place(&mut args);
+    let Value::Object(obj) = args else {
         return args;
     };
-    match obj.get("edits") {
-        Some(Value::String(s)) => {
-            if let Ok(parsed) = serde_json::from_str::<Value>(s) {
-                if parsed.is_array() {
-                    obj.insert("edits".into(), parsed);
-                } else if is_single_edit(&parsed) {
-                    obj.insert("edits".into(), Value::Array(vec![parsed]));
-                }
-            }
-        }
-        Some(e) if is_single_edit(e) => {
-            let e = e.clone();
-            obj.insert("edits".into(), Value::Array(vec![e]));
-        }
-        _ => {}
-    }
     let (Some(Value::String(old)), Some(Value::String(new))) =
         (obj.get("oldText"), obj.get("newText"))
     else {
@@ -123,8 +130,9 @@ impl Tool for EditTool {
         ]
     }
 
-    fn prepare_arguments(&self, args: Value) -> Value {
-        prepare_edit_arguments(args)
+    fn prepare_arguments(&self, args: &mut Value) -> Value {
+        normalize_edits_in_place(args);
+        prepare_edit_arguments(args.clone())
     }
 
     fn execute(
@@ -570,7 +578,8 @@ mod tests {
     fn run(dir: &Path, args: Value) -> Result<ToolOutput, String> {
         let cancel = CancelToken::new();
         let ctx = tool_context(dir, &cancel, true, "m");
-        let prepared = EditTool.prepare_arguments(args);
+        let mut args = args;
+        let prepared = EditTool.prepare_arguments(&mut args);
         EditTool.execute(&prepared, &ctx, &mut |_| {})
     }
 
@@ -682,6 +691,32 @@ mod tests {
             r#"{"edits":[{"oldText":"x","newText":"y"},{"oldText":"a","newText":"b"}],"path":"p"}"#
         );
         assert_eq!(prepare_edit_arguments(json!([1])), json!([1]));
+    }
+
+    /// pi rewrites `edits` in the tool call itself (string / single object → array) but builds a
+    /// new object for legacy `oldText`/`newText`, which the tool call keeps.
+    #[test]
+    fn in_place_part_of_argument_preparation() {
+        let mut args = json!({"path":"p","edits":"[{\"oldText\":\"a\",\"newText\":\"b\"}]","x":1});
+        let prepared = EditTool.prepare_arguments(&mut args);
+        assert_eq!(
+            serde_json::to_string(&args).unwrap(),
+            r#"{"path":"p","edits":[{"oldText":"a","newText":"b"}],"x":1}"#
+        );
+        assert_eq!(prepared, args);
+        let mut args = json!({"path":"p","edits":e("a","b"),"oldText":"c","newText":"d"});
+        let prepared = EditTool.prepare_arguments(&mut args);
+        assert_eq!(
+            args,
+            json!({"path":"p","edits":[e("a","b")],"oldText":"c","newText":"d"})
+        );
+        assert_eq!(
+            prepared,
+            json!({"path":"p","edits":[e("a","b"), e("c","d")]})
+        );
+        let mut args = json!({"path":"p","edits":"{\"oldText\":1}"});
+        EditTool.prepare_arguments(&mut args);
+        assert_eq!(args, json!({"path":"p","edits":"{\"oldText\":1}"}));
     }
 
     // Observed from pi 1.6.0: CRLF file, BOM file, single object and JSON-string edits.

@@ -116,6 +116,7 @@ fn request_carries_prompt_tools_history_and_images() {
                 id: "toolu_prev".into(),
                 name: "bash".into(),
                 arguments: json!({"command": "ls"}),
+                arguments_error: None,
                 thought_signature: None,
             },
         ],

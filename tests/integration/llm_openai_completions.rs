@@ -136,6 +136,7 @@ fn request_body_with_history_and_images() {
                 id: "call_1".into(),
                 name: "bash".into(),
                 arguments: json!({"command": "echo hi"}),
+                arguments_error: None,
                 thought_signature: None,
             },
         ],

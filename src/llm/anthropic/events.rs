@@ -171,6 +171,7 @@ impl<'m> StreamState<'m> {
                             id: id.clone(),
                             name: name.clone(),
                             arguments,
+                            arguments_error: None,
                             thought_signature: None,
                         });
                         self.open.push(OpenBlock {
@@ -283,10 +284,8 @@ impl<'m> StreamState<'m> {
                         });
                     }
                     Some(block @ ContentBlock::ToolCall { .. }) => {
-                        if let (Some(args), ContentBlock::ToolCall { arguments, .. }) =
-                            (open.args.as_ref(), &mut *block)
-                        {
-                            *arguments = args.finish();
+                        if let Some(args) = open.args.as_ref() {
+                            args.finish().apply_to(block);
                         }
                         let tool_call = block.clone();
                         out.emit(AssistantEvent::ToolcallEnd {
@@ -625,6 +624,7 @@ mod tests {
                     id: "t".into(),
                     name: "bash".into(),
                     arguments: json!({}),
+                    arguments_error: None,
                     thought_signature: None
                 }
             ]

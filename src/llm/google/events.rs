@@ -263,6 +263,7 @@ impl GoogleStream {
             id: id.clone(),
             name: name.to_owned(),
             arguments,
+            arguments_error: None,
             thought_signature,
         };
         let index = out.push_block(block.clone());

@@ -264,6 +264,7 @@ pub fn convert_contents(model: &Model, ctx: &LlmContext) -> Vec<Value> {
                             name,
                             arguments,
                             thought_signature,
+                            ..
                         } => {
                             let sig =
                                 valid_signature(thought_signature.as_deref()).filter(|_| same);
@@ -674,12 +675,14 @@ mod tests {
                     id: "call 1".into(),
                     name: "bash".into(),
                     arguments: json!({"command": "ls"}),
+                    arguments_error: None,
                     thought_signature: Some("Q0FMTA==".into()),
                 },
                 ContentBlock::ToolCall {
                     id: "call_2".into(),
                     name: "read".into(),
                     arguments: json!({"path": "x.png"}),
+                    arguments_error: None,
                     thought_signature: None,
                 },
             ],
@@ -697,6 +700,7 @@ mod tests {
                     id: "toolu|01".into(),
                     name: "bash".into(),
                     arguments: json!({"command": "pwd"}),
+                    arguments_error: None,
                     thought_signature: None,
                 },
             ],

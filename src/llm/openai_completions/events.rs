@@ -160,6 +160,7 @@ impl<'m> StreamState<'m> {
                     id: id.to_owned(),
                     name: name.to_owned(),
                     arguments: json!({}),
+                    arguments_error: None,
                     thought_signature: None,
                 });
                 self.calls.push(OpenCall {
@@ -237,9 +238,7 @@ impl<'m> StreamState<'m> {
                 }
                 block @ ContentBlock::ToolCall { .. } => {
                     if let Some(call) = self.calls.iter().find(|c| c.content_index == ci) {
-                        if let ContentBlock::ToolCall { arguments, .. } = block {
-                            *arguments = call.args.finish();
-                        }
+                        call.args.finish().apply_to(block);
                     }
                     let tool_call = block.clone();
                     out.emit(AssistantEvent::ToolcallEnd {

@@ -37,7 +37,7 @@ impl Args {
         (None, p)
     }
 
-    fn finish(&self) -> Value {
+    fn finish(&self) -> crate::llm::stream::FinalArguments {
         self.args.finish()
     }
 }
@@ -137,6 +137,7 @@ impl ResponsesStream {
                     id: id.clone(),
                     name: name.clone(),
                     arguments,
+                    arguments_error: None,
                     thought_signature: None,
                 });
                 self.unfinished.push(index);
@@ -404,8 +405,9 @@ impl ResponsesStream {
                 if let Some(a) = str_of(item, "arguments").filter(|a| !a.is_empty()) {
                     slot.args.replace(a);
                 }
-                let arguments = slot.args.finish();
-                set_arguments(&mut out.msg, index, arguments);
+                if let Some(block) = out.msg.content.get_mut(index) {
+                    slot.args.finish().apply_to(block);
+                }
                 self.unfinished.retain(|i| *i != index);
                 self.slots.remove(&output_index);
                 if let Some(block) = out.msg.content.get(index).cloned() {
@@ -655,6 +657,7 @@ mod tests {
                 id: "call_1|fc_2".into(),
                 name: "bash".into(),
                 arguments: json!({"command": "echo hi"}),
+                arguments_error: None,
                 thought_signature: None,
             },
         ];
@@ -791,6 +794,7 @@ mod tests {
                 id: "c|fc_0".into(),
                 name: "t".into(),
                 arguments: json!({"b": 2}),
+                arguments_error: None,
                 thought_signature: None,
             }
         );
