@@ -3,7 +3,7 @@
 //! The binary (`src/main.rs`) is a thin shell over this library. Modules are split by
 //! concern, as `design.md` describes: wire types in [`protocol`], the RPC threads in [`rpc`],
 //! models and providers in [`llm`], settings and discovered resources in [`resources`],
-//! the session tree in [`session`].
+//! the session tree in [`session`], inline image normalization in [`image`].
 
 pub mod agent;
 pub mod app;
@@ -12,6 +12,7 @@ pub mod cli;
 pub mod compaction;
 pub mod exec;
 pub mod export;
+pub mod image;
 pub mod llm;
 pub mod print;
 pub mod protocol;

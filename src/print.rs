@@ -64,7 +64,8 @@ pub fn read_piped_stdin() -> Option<String> {
 }
 
 /// `@file` arguments → text (`<file name="/abs">\ncontent\n</file>\n` per text file,
-/// `<file name="/abs"></file>\n` per image) and image attachments. Empty files are skipped.
+/// `<file name="/abs">hints</file>\n` per image, or the reason it was left out) and image
+/// attachments. Empty files are skipped.
 pub fn process_file_args(
     files: &[String],
     cwd: &Path,
@@ -86,12 +87,24 @@ pub fn process_file_args(
             format!("Error: Could not read file {abs}: {msg}")
         })?;
         if let Some(mime) = crate::tools::read::detect_image_mime(&bytes) {
-            images.push(ImageContent {
-                kind: "image".into(),
-                data: crate::tools::read::base64_encode(&bytes),
-                mime_type: mime.into(),
-            });
-            text.push_str(&format!("<file name=\"{abs}\"></file>\n"));
+            // Only the type is normalized here (BMP becomes PNG); the prompt's own
+            // normalization resizes with the model's limits when the run starts.
+            let opts = crate::image::ImageOptions {
+                auto_resize: false,
+                ..Default::default()
+            };
+            match crate::image::process_image(&bytes, mime, &opts) {
+                Ok(image) => {
+                    images.push(ImageContent {
+                        kind: "image".into(),
+                        data: image.data,
+                        mime_type: image.mime_type,
+                    });
+                    let hints = image.hints.join("\n");
+                    text.push_str(&format!("<file name=\"{abs}\">{hints}</file>\n"));
+                }
+                Err(omitted) => text.push_str(&format!("<file name=\"{abs}\">{omitted}</file>\n")),
+            }
         } else {
             let content = String::from_utf8_lossy(&bytes);
             let content = content.strip_prefix('\u{feff}').unwrap_or(&content);
@@ -356,6 +369,44 @@ mod tests {
         );
         let err = process_file_args(&s(&["nope.txt"]), &dir).unwrap_err();
         assert_eq!(err, format!("Error: File not found: {d}/nope.txt"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn file_arg_images_are_converted_but_not_resized() {
+        let dir = std::env::temp_dir().join(format!("pi-rpc-print-img-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let img = image::RgbImage::from_pixel(2100, 2, image::Rgb([1, 2, 3]));
+        let encode = |format| {
+            let mut out = std::io::Cursor::new(Vec::new());
+            img.write_to(&mut out, format).unwrap();
+            out.into_inner()
+        };
+        let png = encode(image::ImageFormat::Png);
+        std::fs::write(dir.join("wide.png"), &png).unwrap();
+        std::fs::write(dir.join("p.bmp"), encode(image::ImageFormat::Bmp)).unwrap();
+        // A BMP header with no pixels: detected as an image, but it does not decode.
+        let mut broken = encode(image::ImageFormat::Bmp);
+        broken.truncate(60);
+        std::fs::write(dir.join("broken.bmp"), &broken).unwrap();
+        let (text, images) =
+            process_file_args(&s(&["wide.png", "p.bmp", "broken.bmp"]), &dir).unwrap();
+        let d = dir.display();
+        assert_eq!(
+            text,
+            format!(
+                "<file name=\"{d}/wide.png\"></file>\n\
+                 <file name=\"{d}/p.bmp\">[Image converted from image/bmp to image/png.]</file>\n\
+                 <file name=\"{d}/broken.bmp\">[Image omitted: could not be converted to a supported inline image format.]</file>\n"
+            )
+        );
+        assert_eq!(images.len(), 2);
+        assert_eq!(
+            images[0].data,
+            crate::image::base64::encode(&png),
+            "not resized"
+        );
+        assert_eq!(images[1].mime_type, "image/png");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -88,12 +88,16 @@ fn emit_whole_message(rt: &Runtime, msg: Value, run_messages: &mut Vec<Value>) -
 /// `reply` is set for an RPC `prompt`: its `started` response (with the command's id) is the
 /// run's first record, after a pre-prompt compaction (whose events pi writes before the
 /// response) and before `agent_start`. Print modes pass `None`.
-pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, user_message: Value) {
+pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: Value) {
     let cancel = rt.state.lock().run.cancel.clone();
     // Compact first when the context is already too big (agent-loop.md §7.2).
     if !cancel.is_cancelled() {
         crate::compaction::runner::before_prompt(rt, &cancel);
     }
+    // Prompt images are resized here, on the agent thread, with the model's limits after any
+    // compaction, before the `started` response (pi's `_prepareRun`).
+    let image_options = rt.state.lock().image_options();
+    crate::image::normalize_message_images(&mut user_message, &image_options);
     if let Some(PromptReply(id)) = reply {
         rt.out.response(&Response::ok(
             id,
@@ -303,7 +307,11 @@ fn deliver(rt: &Runtime, steering: bool, n: usize, run_messages: &mut Vec<Value>
             rt.out.event(&update);
             m
         };
-        emit_whole_message(rt, msg.to_user_message(), run_messages);
+        // Queued images are normalized at delivery, with the limits of the model then current.
+        let mut message = msg.to_user_message();
+        let image_options = rt.state.lock().image_options();
+        crate::image::normalize_message_images(&mut message, &image_options);
+        emit_whole_message(rt, message, run_messages);
     }
 }
 
@@ -346,12 +354,13 @@ fn low_level_run(
                 deliver(rt, false, pending_follow_up, &mut run_messages);
                 pending_follow_up = 0;
             }
-            let assistant = stream_turn(rt, cancel, retry);
-            let value = assistant.to_value();
+            let mut assistant = stream_turn(rt, cancel, retry);
+            let mut value = assistant.to_value();
             run_messages.push(value.clone());
+            let run_index = run_messages.len() - 1;
             let assistant_id = record_message(rt, &value);
             last_assistant_id = assistant_id.clone();
-            last_ids = assistant_id.into_iter().collect();
+            last_ids = assistant_id.iter().cloned().collect();
             if matches!(
                 assistant.stop_reason,
                 StopReason::Error | StopReason::Aborted
@@ -382,13 +391,22 @@ fn low_level_run(
             let mut results = Vec::new();
             has_more_tool_calls = !calls.is_empty();
             if !calls.is_empty() {
-                let outcomes = execute_tool_calls(
-                    rt,
-                    &calls,
-                    cancel,
-                    assistant.stop_reason == StopReason::Length,
-                );
-                for ToolCallOutcome { message } in outcomes {
+                let length_stop = assistant.stop_reason == StopReason::Length;
+                let mut on_rewrite = |k: usize, args: &Value| {
+                    rewrite_tool_call_arguments(
+                        rt,
+                        &mut assistant,
+                        k,
+                        args,
+                        assistant_id.as_deref(),
+                        &mut run_messages[run_index],
+                    );
+                };
+                let outcomes = execute_tool_calls(rt, &calls, cancel, length_stop, &mut on_rewrite);
+                if outcomes.iter().any(|o| o.rewritten_arguments.is_some()) {
+                    value = assistant.to_value();
+                }
+                for ToolCallOutcome { message, .. } in outcomes {
                     if let Some(id) = emit_whole_message(rt, message.clone(), &mut run_messages) {
                         last_ids.push(id);
                     }
@@ -431,6 +449,50 @@ fn low_level_run(
         last_assistant: last,
         last_entry_ids: last_ids,
         last_assistant_id,
+    }
+}
+
+/// The `k`-th tool call of `assistant` got `args`, rewritten in place by its tool while they
+/// were prepared (pi's edit tool normalizes `edits` in the tool call's own arguments object).
+/// pi's run messages, agent context and in-memory session entry all hold that same message
+/// object, so they show the new arguments from then on (`turn_end`, `agent_end`,
+/// `get_messages`, `get_entries`, later requests); `message_end` and the session file were
+/// written before and keep the original.
+fn rewrite_tool_call_arguments(
+    rt: &Runtime,
+    assistant: &mut AssistantMessage,
+    k: usize,
+    args: &Value,
+    entry_id: Option<&str>,
+    run_copy: &mut Value,
+) {
+    let Some(ContentBlock::ToolCall { arguments, .. }) = assistant
+        .content
+        .iter_mut()
+        .filter(|b| matches!(b, ContentBlock::ToolCall { .. }))
+        .nth(k)
+    else {
+        return;
+    };
+    *arguments = args.clone();
+    let new = assistant.to_value();
+    let old = std::mem::replace(run_copy, new.clone());
+    let mut s = rt.state.lock();
+    // The assistant message is the context's last one while its tool calls are prepared.
+    if s.messages.last().is_some_and(|m| *m == old) {
+        let n = s.messages.len();
+        s.messages.truncate(n - 1);
+        s.messages.push(new.clone());
+    } else {
+        let found = s.messages.iter().rposition(|m| *m == old);
+        if let Some(i) = found {
+            let mut all = s.messages.to_vec();
+            all[i] = new.clone();
+            s.messages = all.into();
+        }
+    }
+    if let Some(id) = entry_id {
+        s.session.set_message_in_memory(id, new);
     }
 }
 
@@ -570,8 +632,11 @@ fn usage_text(usage: &Usage) -> Box<RawValue> {
 impl AgentSession {
     /// The LLM context and options for the next request.
     pub fn llm_request(&self) -> (crate::llm::types::LlmContext, StreamOptions) {
-        let (system_prompt, messages) =
+        let (system_prompt, mut messages) =
             crate::llm::convert::convert_to_llm(&self.messages.to_vec(), &self.model);
+        if self.settings.images_block_images() {
+            crate::image::block_images(&mut messages);
+        }
         let tools = self
             .active_tool_decls()
             .into_iter()

@@ -55,6 +55,8 @@ pub struct ToolContextParts {
     pub model_supports_images: bool,
     pub model_id: String,
     pub temp_dir: PathBuf,
+    /// `images.autoResize` and the current model's resize limits (for `read` of images).
+    pub images: crate::image::ImageOptions,
 }
 
 /// The runtime state of one session.
@@ -307,6 +309,7 @@ impl AgentSession {
             model_supports_images: self.model.supports_images(),
             model_id: self.model.id.clone(),
             temp_dir: std::env::temp_dir(),
+            images: self.image_options(),
         }
     }
 
@@ -541,6 +544,17 @@ impl AgentSession {
             self.queues.follow_up.push(msg);
         }
         self.queue_update()
+    }
+
+    /// How prompt and queued images are normalized now: settings `images.autoResize` and the
+    /// current model's `inputLimits.images.resize` (pi's `_normalizePromptImages`).
+    pub fn image_options(&self) -> crate::image::ImageOptions {
+        crate::image::ImageOptions {
+            auto_resize: self.settings.images_auto_resize(),
+            resize: crate::image::ResizeOptions::from_input_limits(
+                self.model.input_limits.as_ref(),
+            ),
+        }
     }
 
     pub fn queue_update(&self) -> Event {

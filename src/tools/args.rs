@@ -145,6 +145,7 @@ pub mod test_support {
             model_supports_images,
             model_id: model_id.into(),
             temp_dir: std::env::temp_dir(),
+            images: crate::image::ImageOptions::default(),
         }
     }
 

@@ -661,6 +661,7 @@ mod tests {
             model_supports_images: false,
             model_id: "m".into(),
             temp_dir: temp.to_path_buf(),
+            images: crate::image::ImageOptions::default(),
         };
         let mut updates = Vec::new();
         let result = BashTool.execute(&args, &ctx, &mut |v| updates.push(v));

@@ -42,6 +42,8 @@ pub struct ToolContext<'a> {
     pub model_id: String,
     /// Directory for full-output temp files (`$TMPDIR`, else the system temp dir).
     pub temp_dir: PathBuf,
+    /// How `read` normalizes images: `images.autoResize` and the model's resize limits.
+    pub images: crate::image::ImageOptions,
 }
 
 /// A tool's successful (or `is_error`) result.
@@ -81,9 +83,12 @@ pub trait Tool: Send + Sync {
     fn guidelines(&self) -> Vec<&'static str> {
         Vec::new()
     }
-    /// Normalizes legacy argument forms before validation (edit's single `oldText`, …).
-    fn prepare_arguments(&self, args: Value) -> Value {
-        args
+    /// Normalizes legacy argument forms before validation (pi's `prepareArguments`: edit's
+    /// single `oldText`, …) and returns the arguments to validate. Like pi's, it may also
+    /// rewrite `args` — the tool call's own arguments — in place; the transcript then shows the
+    /// rewritten form from `turn_end` on (the session file keeps what was written before).
+    fn prepare_arguments(&self, args: &mut Value) -> Value {
+        args.clone()
     }
     /// Runs the tool. `on_update` receives cumulative partial results (`partialResult`).
     fn execute(

@@ -17,8 +17,6 @@ use super::{Tool, ToolContext, ToolOutput};
 
 /// Bytes read to recognise an image.
 const IMAGE_SNIFF_BYTES: usize = 4100;
-/// Largest base64 payload sent inline (4.5 MiB, below providers' 5 MB limits).
-const MAX_IMAGE_BASE64_BYTES: usize = 4_718_592;
 
 /// `read`: `{path, offset?, limit?}`.
 pub struct ReadTool;
@@ -478,24 +476,26 @@ fn read_image(
     ctx: &ToolContext<'_>,
 ) -> Result<ToolOutput, String> {
     let bytes = read_all(absolute)?;
-    let processed = process_image(bytes, mime);
+    check_cancelled(ctx.cancel)?;
+    let processed = crate::image::process_image(&bytes, mime, &ctx.images);
+    drop(bytes);
     let mut details = None;
     let content = match processed {
-        Err(message) => {
-            vec![json!({"type": "text", "text": format!("Read image file [{mime}]\n{message}")})]
+        Err(omitted) => {
+            vec![json!({"type": "text", "text": format!("Read image file [{mime}]\n{omitted}")})]
         }
-        Ok((data, out_mime, hints)) => {
-            let mut note = format!("Read image file [{out_mime}]");
-            for h in hints {
+        Ok(image) => {
+            let mut note = format!("Read image file [{}]", image.mime_type);
+            for h in &image.hints {
                 note.push('\n');
-                note.push_str(&h);
+                note.push_str(h);
             }
             if !ctx.model_supports_images && !ctx.model_id.is_empty() {
                 details = Some(json!({"imageUnsupportedByModel": ctx.model_id}));
             }
             vec![
                 json!({"type": "text", "text": note}),
-                json!({"type": "image", "data": data, "mimeType": out_mime}),
+                json!({"type": "image", "data": image.data, "mimeType": image.mime_type}),
             ]
         }
     };
@@ -526,213 +526,8 @@ fn structured_output(content: &[Value]) -> Value {
     }
 }
 
-/// Base64 data, MIME type and hint lines of an image ready to attach, or the note that replaces
-/// it. Images are passed through unchanged (no resizing); BMP is converted to PNG.
-fn process_image(
-    bytes: Vec<u8>,
-    mime: &'static str,
-) -> Result<(String, &'static str, Vec<String>), String> {
-    let (bytes, out_mime, hints) = if mime == "image/bmp" {
-        match bmp_to_png(&bytes) {
-            Some(png) => (
-                png,
-                "image/png",
-                vec!["[Image converted from image/bmp to image/png.]".to_string()],
-            ),
-            None => {
-                return Err(
-                    "[Image omitted: could not be converted to a supported inline image format.]"
-                        .into(),
-                );
-            }
-        }
-    } else {
-        (bytes, mime, Vec::new())
-    };
-    if bytes.len().div_ceil(3) * 4 >= MAX_IMAGE_BASE64_BYTES {
-        return Err(
-            "[Image omitted: could not be resized below the inline image size limit.]".into(),
-        );
-    }
-    Ok((base64_encode(&bytes), out_mime, hints))
-}
-
 /// Standard base64 with padding.
-pub fn base64_encode(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let sextet = |shift: u32| ALPHABET[((n >> shift) & 63) as usize] as char;
-        out.push(sextet(18));
-        out.push(sextet(12));
-        out.push(if chunk.len() > 1 { sextet(6) } else { '=' });
-        out.push(if chunk.len() > 2 { sextet(0) } else { '=' });
-    }
-    out
-}
-
-/// Decodes an uncompressed BMP (1/4/8-bit palette, 16/24/32-bit, optional bit-field masks) and
-/// re-encodes it as an RGB PNG. `None` for compressed or malformed files.
-fn bmp_to_png(b: &[u8]) -> Option<Vec<u8>> {
-    let pixel_offset = u32_le(b, 10) as usize;
-    let dib = u32_le(b, 14) as usize;
-    let (width, height, bpp, compression, palette_entry, colors_used) = if dib == 12 {
-        (
-            u16_le(b, 18) as i64,
-            u16_le(b, 20) as i16 as i64,
-            u16_le(b, 24),
-            0,
-            3usize,
-            0usize,
-        )
-    } else {
-        (
-            u32_le(b, 18) as i32 as i64,
-            u32_le(b, 22) as i32 as i64,
-            u16_le(b, 28),
-            u32_le(b, 30),
-            4usize,
-            u32_le(b, 46) as usize,
-        )
-    };
-    let top_down = height < 0;
-    let (w, h) = (
-        usize::try_from(width).ok()?,
-        usize::try_from(height.unsigned_abs()).ok()?,
-    );
-    if w == 0 || h == 0 || w.checked_mul(h)? > 50_000_000 {
-        return None;
-    }
-    let masks = match (compression, bpp) {
-        (0, 16) => Some([0x7c00, 0x03e0, 0x001f]),
-        (0, 32) => Some([0x00ff_0000, 0x0000_ff00, 0x0000_00ff]),
-        (0, _) => None,
-        (3, 16) | (3, 32) => {
-            let at = if dib >= 52 { 14 + 40 } else { 14 + dib };
-            Some([u32_le(b, at), u32_le(b, at + 4), u32_le(b, at + 8)])
-        }
-        _ => return None,
-    };
-    let palette: Vec<[u8; 3]> = if bpp <= 8 {
-        let count = if colors_used == 0 {
-            1usize << bpp
-        } else {
-            colors_used.min(256)
-        };
-        let start = 14 + dib;
-        (0..count)
-            .map(|i| {
-                let at = start + i * palette_entry;
-                let p = b.get(at..at + 3)?;
-                Some([p[2], p[1], p[0]])
-            })
-            .collect::<Option<Vec<_>>>()?
-    } else {
-        Vec::new()
-    };
-    let row_bytes = (w * bpp as usize).div_ceil(32) * 4;
-    let channel = |v: u32, mask: u32| -> u8 {
-        if mask == 0 {
-            return 0;
-        }
-        let shift = mask.trailing_zeros();
-        let max = mask >> shift;
-        (((v & mask) >> shift) * 255 / max.max(1)) as u8
-    };
-    let mut raw = Vec::with_capacity(h * (w * 3 + 1));
-    for y in 0..h {
-        let src_row = if top_down { y } else { h - 1 - y };
-        let row =
-            b.get(pixel_offset + src_row * row_bytes..pixel_offset + (src_row + 1) * row_bytes)?;
-        raw.push(0); // filter: none
-        for x in 0..w {
-            let rgb = match bpp {
-                1 | 4 | 8 => {
-                    let bit = x * bpp as usize;
-                    let byte = row[bit / 8];
-                    let shift = 8 - bpp as usize - bit % 8;
-                    let index = (byte >> shift) as usize & ((1 << bpp) - 1);
-                    *palette.get(index)?
-                }
-                24 => [row[x * 3 + 2], row[x * 3 + 1], row[x * 3]],
-                16 | 32 => {
-                    let m = masks?;
-                    let v = if bpp == 16 {
-                        u16_le(row, x * 2)
-                    } else {
-                        u32_le(row, x * 4)
-                    };
-                    [channel(v, m[0]), channel(v, m[1]), channel(v, m[2])]
-                }
-                _ => return None,
-            };
-            raw.extend_from_slice(&rgb);
-        }
-    }
-    Some(encode_png_rgb(w as u32, h as u32, &raw))
-}
-
-fn crc32(data: &[&[u8]]) -> u32 {
-    let mut crc = 0xffff_ffffu32;
-    for part in data {
-        for &byte in *part {
-            crc ^= u32::from(byte);
-            for _ in 0..8 {
-                crc = if crc & 1 != 0 {
-                    (crc >> 1) ^ 0xedb8_8320
-                } else {
-                    crc >> 1
-                };
-            }
-        }
-    }
-    !crc
-}
-
-/// A PNG of 8-bit RGB scanlines (each already prefixed by its filter byte), stored without
-/// compression (zlib stored blocks).
-fn encode_png_rgb(width: u32, height: u32, scanlines: &[u8]) -> Vec<u8> {
-    let mut zlib = vec![0x78, 0x01];
-    let mut blocks = scanlines.chunks(65_535).peekable();
-    if blocks.peek().is_none() {
-        zlib.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
-    }
-    while let Some(block) = blocks.next() {
-        zlib.push(u8::from(blocks.peek().is_none()));
-        let len = block.len() as u16;
-        zlib.extend_from_slice(&len.to_le_bytes());
-        zlib.extend_from_slice(&(!len).to_le_bytes());
-        zlib.extend_from_slice(block);
-    }
-    let (mut a, mut b) = (1u32, 0u32);
-    for &byte in scanlines {
-        a = (a + u32::from(byte)) % 65_521;
-        b = (b + a) % 65_521;
-    }
-    zlib.extend_from_slice(&((b << 16) | a).to_be_bytes());
-
-    let mut png = vec![0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
-    let mut chunk = |kind: &[u8], data: &[u8]| {
-        png.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        png.extend_from_slice(kind);
-        png.extend_from_slice(data);
-        png.extend_from_slice(&crc32(&[kind, data]).to_be_bytes());
-    };
-    let mut ihdr = Vec::with_capacity(13);
-    ihdr.extend_from_slice(&width.to_be_bytes());
-    ihdr.extend_from_slice(&height.to_be_bytes());
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
-    chunk(b"IHDR", &ihdr);
-    chunk(b"IDAT", &zlib);
-    chunk(b"IEND", &[]);
-    png
-}
+pub use crate::image::base64::encode as base64_encode;
 
 #[cfg(test)]
 mod tests {
@@ -953,11 +748,11 @@ mod tests {
     #[test]
     fn images_are_attached_with_note_and_structured_content() {
         let dir = temp_dir("image");
-        let png = [
-            0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, b'I', b'H', b'D', b'R', 1,
-            2, 3,
-        ];
-        std::fs::write(dir.join("pic"), png).unwrap();
+        let png = encode_image(
+            &image::RgbImage::from_pixel(4, 3, image::Rgb([200, 10, 10])),
+            image::ImageFormat::Png,
+        );
+        std::fs::write(dir.join("pic"), &png).unwrap();
         let out = read(&dir, json!({"path":"pic"})).unwrap();
         assert_eq!(
             out.content,
@@ -997,30 +792,50 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    #[test]
-    fn bmp_converts_to_a_valid_png() {
-        let png = bmp_to_png(&tiny_bmp()).unwrap();
-        assert_eq!(detect_image_mime(&png), Some("image/png"));
-        // IHDR: 2x2, 8-bit RGB.
-        assert_eq!(&png[16..29], &[0, 0, 0, 2, 0, 0, 0, 2, 8, 2, 0, 0, 0]);
-        // Scanlines inside the stored zlib block: top row red, green; bottom row blue, white.
-        let idat = 8 + 25 + 8 + 2 + 5;
-        assert_eq!(
-            &png[idat..idat + 14],
-            &[0, 255, 0, 0, 0, 255, 0, 0, 0, 0, 255, 255, 255, 255]
-        );
-        // CRC of IEND is fixed.
-        assert_eq!(&png[png.len() - 4..], &[0xae, 0x42, 0x60, 0x82]);
+    fn encode_image(img: &image::RgbImage, format: image::ImageFormat) -> Vec<u8> {
+        let mut out = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut out, format).unwrap();
+        out.into_inner()
     }
 
     #[test]
-    fn base64_encoding() {
-        assert_eq!(base64_encode(b""), "");
-        assert_eq!(base64_encode(b"f"), "Zg==");
-        assert_eq!(base64_encode(b"fo"), "Zm8=");
-        assert_eq!(base64_encode(b"foo"), "Zm9v");
-        assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
-        assert_eq!(base64_encode(&[0xfb, 0xff]), "+/8=");
+    fn big_images_are_resized_with_a_dimension_note() {
+        let dir = temp_dir("big-image");
+        let img = image::RgbImage::from_fn(2500, 500, |x, y| {
+            image::Rgb([(x % 256) as u8, (y % 256) as u8, 90])
+        });
+        std::fs::write(
+            dir.join("wide.png"),
+            encode_image(&img, image::ImageFormat::Png),
+        )
+        .unwrap();
+        let out = read(&dir, json!({"path":"wide.png"})).unwrap();
+        let note =
+            "Read image file [image/png]\n[Image: original 2500x500, displayed at 2000x400. \
+                    Multiply coordinates by 1.25 to map to original image.]";
+        assert_eq!(out.content[0], json!({"type":"text","text":note}));
+        let data = crate::image::base64::decode(out.content[1]["data"].as_str().unwrap());
+        let shown = image::load_from_memory(&data).unwrap();
+        assert_eq!((shown.width(), shown.height()), (2000, 400));
+        assert_eq!(out.structured_content.as_ref().unwrap()["note"], note);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn undecodable_images_become_a_note() {
+        let dir = temp_dir("broken-image");
+        let png = [
+            0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, b'I', b'H', b'D', b'R', 1,
+            2, 3,
+        ];
+        std::fs::write(dir.join("pic"), png).unwrap();
+        let out = read(&dir, json!({"path":"pic"})).unwrap();
+        let text = "Read image file [image/png]\n\
+                    [Image omitted: could not be resized below the inline image size limit.]";
+        assert_eq!(out.content, vec![json!({"type":"text","text":text})]);
+        assert_eq!(out.structured_content, Some(json!(text)));
+        assert_eq!(out.details, None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

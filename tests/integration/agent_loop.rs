@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::support::agent::{mock_models_json, subset_match, AgentBuilder};
 use crate::support::mock_llm::MockLlm;
+use crate::support::tempdir::TempDir;
 use crate::support::Agent;
 
 /// A 4×4 red PNG (the conformance scenarios' `PNG_B64`).
@@ -1473,6 +1474,278 @@ fn prompt_images_go_to_the_provider_or_become_a_placeholder() {
     );
 }
 
+/// A `width`×`height` gradient (compresses well, so it stays PNG when resized) as PNG bytes.
+fn gradient_png(width: u32, height: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([
+            (x % 256) as u8,
+            (y % 256) as u8,
+            ((x / 256 + y / 256) * 40 % 256) as u8,
+        ])
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("encode png");
+    out.into_inner()
+}
+
+/// Width and height of base64 image data.
+fn image_dimensions(data: &Value) -> (u32, u32) {
+    let bytes = pi_rpc::image::base64::decode(data.as_str().expect("base64 data"));
+    let img = image::load_from_memory(&bytes).expect("a decodable image");
+    (img.width(), img.height())
+}
+
+#[test]
+fn prompt_with_a_large_png_sends_it_resized_with_a_dimension_note() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("Seen.")]}));
+    let mut agent = agent_for(&mock).spawn();
+    let png = pi_rpc::image::base64::encode(&gradient_png(3000, 2400));
+    let recs = run_command(
+        &mut agent,
+        json!({"id": "p1", "type": "prompt", "message": "Describe it",
+               "images": [{"type": "image", "data": png, "mimeType": "image/png"}]}),
+    );
+    assert_eq!(
+        kinds(&recs[..5]),
+        [
+            "response:prompt",
+            "agent_start",
+            "turn_start",
+            "message_start:system",
+            "message_end:system"
+        ]
+    );
+    let text = "Describe it\n\n[Image: original 3000x2400, displayed at 2000x1600. \
+                Multiply coordinates by 1.50 to map to original image.]";
+    let sent = request_messages(&mock, 0);
+    let content = &sent[0]["content"];
+    assert_eq!(content[0], json!({"type": "text", "text": text}));
+    assert_eq!(content[1]["source"]["media_type"], "image/png");
+    let data = &content[1]["source"]["data"];
+    assert!(data.as_str().unwrap().len() < png.len());
+    assert_eq!(image_dimensions(data), (2000, 1600));
+    // The message in the events (and the session) is the normalized one the provider got.
+    let (_, user) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"user"}}),
+    );
+    assert_eq!(
+        norm(&user["message"]),
+        json!({"role":"user","content":[{"type":"text","text":text},
+               {"type":"image","data":data,"mimeType":"image/png"}],"timestamp":0})
+    );
+}
+
+#[test]
+fn prompt_images_tiny_kept_byte_identical_broken_becomes_the_omitted_note() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("ok")]}));
+    let mut agent = agent_for(&mock).spawn();
+    let bmp = {
+        let img = image::RgbImage::from_pixel(3, 2, image::Rgb([0, 200, 0]));
+        let mut out = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut out, image::ImageFormat::Bmp)
+            .expect("encode bmp");
+        pi_rpc::image::base64::encode(&out.into_inner())
+    };
+    let recs = run_command(
+        &mut agent,
+        json!({"id": "p1", "type": "prompt", "message": "three images", "images": [
+            {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
+            {"type": "image", "data": "bm90IGFuIGltYWdl", "mimeType": "image/png"},
+            {"type": "image", "data": bmp, "mimeType": "image/bmp"},
+        ]}),
+    );
+    let text = "three images\n\n\
+                [Image omitted: could not be resized below the inline image size limit.]\n\
+                [Image converted from image/bmp to image/png.]";
+    let sent = request_messages(&mock, 0);
+    let content = sent[0]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 3);
+    assert_eq!(content[0], json!({"type": "text", "text": text}));
+    assert_eq!(
+        content[1],
+        json!({"type":"image","source":{"type":"base64","media_type":"image/png","data":PNG_B64}})
+    );
+    assert_eq!(content[2]["source"]["media_type"], "image/png");
+    assert_eq!(image_dimensions(&content[2]["source"]["data"]), (3, 2));
+    let (_, user) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"user"}}),
+    );
+    assert_eq!(user["message"]["content"][0]["text"], text);
+    assert_eq!(user["message"]["content"][1]["data"], PNG_B64);
+}
+
+#[test]
+fn queued_images_are_normalized_at_delivery_with_the_current_models_limits() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("a1"), text_reply("a2")]}));
+    let mut models = mock_models_json(&mock.base_url());
+    models["providers"]["mock"]["models"]
+        .as_array_mut()
+        .unwrap()
+        .push(
+            json!({"id": "mock-small", "name": "Mock Small", "reasoning": false,
+                     "input": ["text", "image"], "contextWindow": 100000, "maxTokens": 4096,
+                     "inputLimits": {"images": {"resize": {"maxWidth": 100, "maxHeight": 100}}},
+                     "cost": {"input": 1, "output": 5, "cacheRead": 0.1, "cacheWrite": 1.25}}),
+        );
+    let mut agent = Agent::builder()
+        .models(Some(models))
+        .settings(fast_settings())
+        .spawn();
+    let png = pi_rpc::image::base64::encode(&gradient_png(400, 200));
+    let r = agent.request(
+        "s",
+        json!({"type": "steer", "message": "small one",
+               "images": [{"type": "image", "data": png, "mimeType": "image/png"}]}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    let r = agent.request(
+        "f",
+        json!({"type": "follow_up", "message": "broken one",
+               "images": [{"type": "image", "data": "AAAA", "mimeType": "image/webp"}]}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    // Queued under mock-sonnet (2000 px), delivered under mock-small (100 px).
+    let r = agent.request(
+        "m",
+        json!({"type": "set_model", "provider": "mock", "modelId": "mock-small"}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    let recs = run_prompt(&mut agent, "p", "go");
+    let steer_text = "small one\n\n[Image: original 400x200, displayed at 100x50. \
+                      Multiply coordinates by 4.00 to map to original image.]";
+    let follow_text =
+        "broken one\n\n[Image omitted: could not be resized below the inline image size limit.]";
+    let users: Vec<Value> = find_all(
+        &recs,
+        json!({"type":"message_end","message":{"role":"user"}}),
+    )
+    .into_iter()
+    .map(|r| r["message"]["content"].clone())
+    .collect();
+    assert_eq!(users.len(), 3);
+    assert_eq!(users[0], json!([{"type":"text","text":"go"}]));
+    assert_eq!(users[1][0], json!({"type":"text","text":steer_text}));
+    assert_eq!(image_dimensions(&users[1][1]["data"]), (100, 50));
+    assert_eq!(users[2], json!([{"type":"text","text":follow_text}]));
+    let sent = request_messages(&mock, 1);
+    assert_eq!(sent[1]["content"][0]["text"], steer_text);
+    assert_eq!(
+        sent[3]["content"],
+        json!([{"type":"text","text":follow_text}])
+    );
+}
+
+#[test]
+fn image_settings_auto_resize_off_and_block_images() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("a1"), text_reply("a2")]}));
+    let mut settings = fast_settings();
+    settings["images"] = json!({"autoResize": false});
+    let mut agent = agent_for(&mock).settings(settings).spawn();
+    // autoResize off: a picture over the limits goes out unchanged.
+    let png = pi_rpc::image::base64::encode(&gradient_png(2100, 10));
+    run_command(
+        &mut agent,
+        json!({"id": "p1", "type": "prompt", "message": "wide",
+               "images": [{"type": "image", "data": png, "mimeType": "image/png"}]}),
+    );
+    let sent = request_messages(&mock, 0);
+    assert_eq!(sent[0]["content"][0]["text"], "wide");
+    assert_eq!(sent[0]["content"][1]["source"]["data"], png);
+
+    let mock = MockLlm::start(json!({"replies": [text_reply("a1")]}));
+    let mut settings = fast_settings();
+    settings["images"] = json!({"blockImages": true});
+    let mut agent = agent_for(&mock).settings(settings).spawn();
+    let image = json!({"type": "image", "data": PNG_B64, "mimeType": "image/png"});
+    let recs = run_command(
+        &mut agent,
+        json!({"id": "p1", "type": "prompt", "message": "blocked", "images": [image, image]}),
+    );
+    // The history keeps the images; the request replaces them by one note.
+    let (_, user) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"user"}}),
+    );
+    assert_eq!(user["message"]["content"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        request_messages(&mock, 0),
+        json!([{"role":"user","content":[{"type":"text","text":"blocked"},
+                                         {"type":"text","text":"Image reading is disabled."}]}])
+    );
+}
+
+#[test]
+fn read_of_a_big_image_file_returns_it_resized_with_the_dimension_note() {
+    let dir = TempDir::new("big-image");
+    let path = dir.path().join("wide.png");
+    std::fs::write(&path, gradient_png(2600, 1300)).expect("write image");
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("t1", "read", json!({"path": path.display().to_string()}))]},
+        text_reply("seen"),
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let recs = run_prompt(&mut agent, "p1", "look");
+    let (_, end) = find(&recs, json!({"type": "tool_execution_end"}));
+    let note = "Read image file [image/png]\n[Image: original 2600x1300, displayed at 2000x1000. \
+                Multiply coordinates by 1.30 to map to original image.]";
+    let content = &end["result"]["content"];
+    assert_eq!(content[0], json!({"type":"text","text":note}));
+    assert_eq!(content[1]["mimeType"], "image/png");
+    assert_eq!(image_dimensions(&content[1]["data"]), (2000, 1000));
+    assert_eq!(end["result"]["structuredContent"]["note"], note);
+    let sent = request_messages(&mock, 1);
+    let n = sent.as_array().unwrap().len();
+    assert_eq!(
+        sent[n - 1],
+        json!({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[
+            {"type":"text","text":note},
+            {"type":"image","source":{"type":"base64","media_type":"image/png","data":content[1]["data"]}}
+        ],"is_error":false}]})
+    );
+}
+
+#[test]
+fn read_of_an_image_follows_auto_resize_and_the_models_limits() {
+    let dir = TempDir::new("image-settings");
+    let path = dir.path().join("wide.png");
+    let png = gradient_png(2600, 1300);
+    std::fs::write(&path, &png).expect("write image");
+    let read = || {
+        json!({"replies": [
+            {"blocks": [tool_call("t1", "read", json!({"path": path.display().to_string()}))]},
+            text_reply("seen"),
+        ]})
+    };
+    // images.autoResize off: the file goes out unchanged.
+    let mock = MockLlm::start(read());
+    let mut agent = agent_for(&mock)
+        .settings(json!({"images": {"autoResize": false}}))
+        .spawn();
+    let recs = run_prompt(&mut agent, "p1", "look");
+    let (_, end) = find(&recs, json!({"type": "tool_execution_end"}));
+    let content = &end["result"]["content"];
+    assert_eq!(
+        content[0],
+        json!({"type":"text","text":"Read image file [image/png]"})
+    );
+    assert_eq!(image_dimensions(&content[1]["data"]), (2600, 1300));
+    // The model's own inputLimits decide the size.
+    let mock = MockLlm::start(read());
+    let mut models = mock_models_json(&mock.base_url());
+    models["providers"]["mock"]["models"][0]["inputLimits"] =
+        json!({"images": {"resize": {"maxWidth": 1000, "maxHeight": 1000}}});
+    let mut agent = agent_for(&mock).models(Some(models)).spawn();
+    let recs = run_prompt(&mut agent, "p1", "look");
+    let (_, end) = find(&recs, json!({"type": "tool_execution_end"}));
+    assert_eq!(
+        image_dimensions(&end["result"]["content"][1]["data"]),
+        (1000, 500)
+    );
+}
+
 #[test]
 fn abort_during_the_retry_back_off_cancels_the_retry() {
     let mock =
@@ -1803,4 +2076,351 @@ fn each_wire_api_answers_a_prompt_through_the_binary() {
         assert!(deltas >= 2, "{api}: streamed in several deltas");
         assert_eq!(mock.requests().len(), 1, "{api}");
     }
+}
+
+// ------------------------------------------------------------------ tool results as pi 1.6.0
+
+/// An agent with a persisted session in a temp session directory (removed when the returned
+/// guard drops).
+fn persisted_agent_for(mock: &MockLlm, files: &[(&str, &str)]) -> (Agent, TempDir) {
+    let dir = TempDir::new("sessions");
+    let mut b = agent_for(mock)
+        .no_default_args()
+        .args([
+            "--provider",
+            "mock",
+            "--model",
+            "mock-sonnet",
+            "--session-dir",
+        ])
+        .args([dir.path().to_string_lossy().into_owned()]);
+    for (rel, content) in files {
+        b = b.cwd_file(rel, content);
+    }
+    (b.spawn(), dir)
+}
+
+/// The lines of the agent's session file, parsed.
+fn session_file_entries(agent: &mut Agent) -> Vec<Value> {
+    let state = agent.request("sf", json!({"type": "get_state"}));
+    let path = state["data"]["sessionFile"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no session file: {state}"))
+        .to_string();
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("session line"))
+        .collect()
+}
+
+/// The first stdout line (as written) containing all of `parts`.
+fn raw_line(agent: &Agent, parts: &[&str]) -> String {
+    agent
+        .raw_lines
+        .iter()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .find(|l| parts.iter().all(|p| l.contains(p)))
+        .unwrap_or_else(|| panic!("no line with {parts:?}"))
+}
+
+/// The `content` of the assistant messages among `messages`.
+fn assistant_contents(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| m["content"].clone())
+        .collect()
+}
+
+/// pi's bash tool *returns* `{content, details, structuredContent, isError:true}` for a non-zero
+/// exit (it does not throw), so `tool_execution_end.result` has `isError` inside as well; the
+/// tool-result message only takes content/details, so it has the outer `isError` alone. Thrown
+/// errors (a timeout) have no inner `isError`.
+#[test]
+fn bash_non_zero_exit_result_carries_is_error_inside_the_result_too() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [
+            tool_call("toolu_b1", "bash", json!({"command": "echo out; exit 3"})),
+            tool_call("toolu_b2", "bash", json!({"command": "echo slow; sleep 5", "timeout": 1})),
+        ]},
+        text_reply("done")
+    ]}));
+    let (mut agent, _sessions) = persisted_agent_for(&mock, &[]);
+    let recs = run_prompt(&mut agent, "p1", "fail please");
+    let ends = find_all(&recs, json!({"type": "tool_execution_end"}));
+    let exit = ends.iter().find(|e| e["toolCallId"] == "toolu_b1").unwrap();
+    assert_eq!(
+        serde_json::to_string(&norm(exit)).unwrap(),
+        concat!(
+            r#"{"type":"tool_execution_end","toolCallId":"toolu_b1","toolName":"bash","result":"#,
+            r#"{"content":[{"type":"text","text":"out\n\n\nCommand exited with code 3"}],"#,
+            r#""structuredContent":{"output":"out\n","truncated":false,"exit_code":3,"wall_time_seconds":0},"#,
+            r#""isError":true},"isError":true,"durationMs":0}"#
+        )
+    );
+    let timeout = ends.iter().find(|e| e["toolCallId"] == "toolu_b2").unwrap();
+    assert_eq!(
+        norm(timeout),
+        json!({"type":"tool_execution_end","toolCallId":"toolu_b2","toolName":"bash",
+               "result":{"content":[{"type":"text","text":"slow\n\n\nCommand timed out after 1 seconds"}],"details":{}},
+               "isError":true,"durationMs":0})
+    );
+    let want_exit_msg = json!({"role":"toolResult","toolCallId":"toolu_b1","toolName":"bash",
+        "content":[{"type":"text","text":"out\n\n\nCommand exited with code 3"}],
+        "isError":true,"durationMs":0,"timestamp":0});
+    let results = find_all(
+        &recs,
+        json!({"type":"message_end","message":{"role":"toolResult","toolCallId":"toolu_b1"}}),
+    );
+    assert_eq!(norm(&results[0]["message"]), want_exit_msg);
+    let (_, turn_end) = find(&recs, json!({"type": "turn_end"}));
+    assert_eq!(norm(&turn_end["toolResults"][0]), want_exit_msg);
+    let messages = agent.request("m1", json!({"type": "get_messages"}))["data"]["messages"].clone();
+    let in_context = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["toolCallId"] == "toolu_b1")
+        .unwrap();
+    assert_eq!(norm(in_context), want_exit_msg);
+    let in_file = session_file_entries(&mut agent)
+        .into_iter()
+        .find(|e| e["message"]["toolCallId"] == "toolu_b1")
+        .unwrap();
+    assert_eq!(norm(&in_file["message"]), want_exit_msg);
+}
+
+/// Tool-call arguments text that does not parse: pi-ai keeps `arguments:{}` and adds
+/// `argumentsError` (V8's `JSON.parse` message, then the text received) to the block, seen in
+/// `toolcall_end`, the message events, `get_messages` and the session file; the call fails with
+/// `Invalid arguments for tool "<name>": <argumentsError>` instead of a schema error.
+#[test]
+fn malformed_tool_call_json_gets_arguments_error_and_an_invalid_arguments_result() {
+    const TRUNCATED: &str = "{\"command\": \"echo hi\"";
+    const TRUNCATED_ERROR: &str = "Expected ',' or '}' after property value in JSON at position 21 (line 1 column 22)\n\nReceived arguments:\n{\"command\": \"echo hi\"";
+    const GARBAGE_ERROR: &str =
+        "Unexpected token 'o', \"not json at all\" is not valid JSON\n\nReceived arguments:\nnot json at all";
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [
+            {"type": "tool_call", "id": "toolu_m1", "name": "bash", "raw_json": TRUNCATED},
+            {"type": "tool_call", "id": "toolu_m2", "name": "bash", "raw_json": "not json at all"},
+            {"type": "tool_call", "id": "toolu_m3", "name": "bash", "raw_json": "[1]"},
+        ]},
+        text_reply("Done.")
+    ]}));
+    let (mut agent, _sessions) = persisted_agent_for(&mock, &[]);
+    let recs = run_prompt(&mut agent, "p1", "shapes");
+    let blocks = json!([
+        {"type":"toolCall","id":"toolu_m1","name":"bash","arguments":{},"argumentsError":TRUNCATED_ERROR},
+        {"type":"toolCall","id":"toolu_m2","name":"bash","arguments":{},"argumentsError":GARBAGE_ERROR},
+        {"type":"toolCall","id":"toolu_m3","name":"bash","arguments":{},
+         "argumentsError":"Tool arguments must be a JSON object\n\nReceived arguments:\n[1]"},
+    ]);
+    let tc_ends: Vec<Value> = find_all(
+        &recs,
+        json!({"type":"message_update","assistantMessageEvent":{"type":"toolcall_end"}}),
+    )
+    .into_iter()
+    .map(|r| r["assistantMessageEvent"]["toolCall"].clone())
+    .collect();
+    assert_eq!(Value::Array(tc_ends), blocks);
+    let (_, end) = find(
+        &recs,
+        json!({"type":"message_end","message":{"role":"assistant","stopReason":"toolUse"}}),
+    );
+    assert_eq!(end["message"]["content"], blocks);
+    // Key order: `argumentsError` right after `arguments`.
+    let line = raw_line(&agent, &["\"toolcall_end\""]);
+    assert!(
+        line.contains(r#""arguments":{},"argumentsError":"Expected ',' or '}'"#),
+        "{line}"
+    );
+    let (_, start) = find(&recs, json!({"type": "tool_execution_start"}));
+    assert_eq!(
+        start,
+        json!({"type":"tool_execution_start","toolCallId":"toolu_m1","toolName":"bash","args":{}})
+    );
+    let ends = find_all(&recs, json!({"type": "tool_execution_end"}));
+    assert_eq!(
+        ends[..2],
+        [
+            json!({"type":"tool_execution_end","toolCallId":"toolu_m1","toolName":"bash",
+                   "result":{"content":[{"type":"text","text":format!("Invalid arguments for tool \"bash\": {TRUNCATED_ERROR}")}],"details":{}},
+                   "isError":true}),
+            json!({"type":"tool_execution_end","toolCallId":"toolu_m2","toolName":"bash",
+                   "result":{"content":[{"type":"text","text":format!("Invalid arguments for tool \"bash\": {GARBAGE_ERROR}")}],"details":{}},
+                   "isError":true}),
+        ]
+    );
+    let (_, turn_end) = find(&recs, json!({"type": "turn_end"}));
+    assert_eq!(turn_end["message"]["content"], blocks);
+    let (_, agent_end) = find(&recs, json!({"type": "agent_end"}));
+    assert_eq!(
+        assistant_contents(agent_end["messages"].as_array().unwrap())[0],
+        blocks
+    );
+    let messages = agent.request("m1", json!({"type": "get_messages"}))["data"]["messages"].clone();
+    assert_eq!(assistant_contents(messages.as_array().unwrap())[0], blocks);
+    let file: Vec<Value> = session_file_entries(&mut agent)
+        .into_iter()
+        .filter_map(|e| e.get("message").cloned())
+        .collect();
+    assert_eq!(assistant_contents(&file)[0], blocks);
+    // The next request sends `{}` as the input and the error as the result.
+    let sent = request_messages(&mock, 1);
+    assert_eq!(
+        sent[1]["content"][0],
+        json!({"type":"tool_use","id":"toolu_m1","name":"bash","input":{}})
+    );
+    assert_eq!(
+        sent[2]["content"][0]["content"],
+        format!("Invalid arguments for tool \"bash\": {TRUNCATED_ERROR}")
+    );
+    assert!(!agent.cwd.join("hi").exists());
+}
+
+/// The OpenAI adapters finish tool-call arguments the same way (Gemini sends objects).
+#[test]
+fn malformed_tool_call_json_gets_arguments_error_on_the_openai_apis() {
+    for api in ["openai-completions", "openai-responses"] {
+        let mock = MockLlm::start(json!({"replies": [
+            {"blocks": [{"type": "tool_call", "id": "call_1", "name": "bash",
+                         "raw_json": "{\"command\": tru"}]},
+            text_reply("Done.")
+        ]}));
+        let models = json!({"providers": {"p": {
+            "baseUrl": format!("{}/v1", mock.base_url()), "api": api, "apiKey": "k",
+            "models": [{"id": "m1", "name": "M1", "contextWindow": 100000, "maxTokens": 1000}]}}});
+        let mut a = Agent::builder()
+            .no_default_args()
+            .args(["--no-session"])
+            .models(Some(models))
+            .settings(fast_settings())
+            .spawn();
+        let recs = run_prompt(&mut a, "p", "hi");
+        let (_, tc_end) = find(
+            &recs,
+            json!({"type":"message_update","assistantMessageEvent":{"type":"toolcall_end"}}),
+        );
+        let call = &tc_end["assistantMessageEvent"]["toolCall"];
+        let error = "Unexpected end of JSON input\n\nReceived arguments:\n{\"command\": tru";
+        assert_eq!(call["arguments"], json!({}), "{api}: {call}");
+        assert_eq!(call["argumentsError"], error, "{api}: {call}");
+        let (_, end) = find(&recs, json!({"type": "tool_execution_end"}));
+        assert_eq!(
+            end["result"],
+            json!({"content":[{"type":"text","text":format!("Invalid arguments for tool \"bash\": {error}")}],"details":{}}),
+            "{api}"
+        );
+    }
+}
+
+/// pi's edit tool normalizes `edits` given as a JSON string or a single object in the tool
+/// call's own arguments object while preparing the call. `message_end`,
+/// `tool_execution_start` and the session file (all written before) keep what the model sent;
+/// `turn_end`, `agent_end`, `get_messages`, `get_entries` and every later request show the
+/// array. Legacy top-level `oldText`/`newText` are merged into a new object, so the tool call
+/// keeps them as sent.
+#[test]
+fn edit_arguments_normalized_in_place_show_from_turn_end_on() {
+    let as_string =
+        json!({"path": "m.txt", "edits": "[{\"oldText\": \"alpha\", \"newText\": \"ALPHA\"}]"});
+    let as_object = json!({"path": "m.txt", "edits": {"oldText": "beta", "newText": "BETA"}});
+    let legacy = json!({"path": "m.txt", "oldText": "BETA", "newText": "gamma"});
+    let array = |old: &str, new: &str| json!({"path": "m.txt", "edits": [{"oldText": old, "newText": new}]});
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("toolu_q1", "edit", as_string.clone())]},
+        {"blocks": [tool_call("toolu_q2", "edit", as_object.clone())]},
+        {"blocks": [tool_call("toolu_q3", "edit", legacy.clone())]},
+        text_reply("Done.")
+    ]}));
+    let (mut agent, _sessions) = persisted_agent_for(&mock, &[("m.txt", "alpha\nbeta\n")]);
+    let recs = run_prompt(&mut agent, "p1", "edit persisted");
+    assert_eq!(
+        std::fs::read_to_string(agent.cwd.join("m.txt")).unwrap(),
+        "ALPHA\ngamma\n"
+    );
+    let sent = [as_string.clone(), as_object.clone(), legacy.clone()];
+    let shown = [
+        array("alpha", "ALPHA"),
+        array("beta", "BETA"),
+        legacy.clone(),
+    ];
+    let args_of = |content: &Value| content[0]["arguments"].clone();
+
+    let ends = find_all(
+        &recs,
+        json!({"type":"message_end","message":{"role":"assistant","stopReason":"toolUse"}}),
+    );
+    let starts = find_all(&recs, json!({"type": "tool_execution_start"}));
+    let turn_ends = find_all(&recs, json!({"type": "turn_end"}));
+    for k in 0..3 {
+        assert_eq!(
+            args_of(&ends[k]["message"]["content"]),
+            sent[k],
+            "message_end {k}"
+        );
+        assert_eq!(starts[k]["args"], sent[k], "tool_execution_start {k}");
+        assert_eq!(
+            args_of(&turn_ends[k]["message"]["content"]),
+            shown[k],
+            "turn_end {k}"
+        );
+    }
+    // The rewritten key keeps its place.
+    let line = raw_line(&agent, &["\"turn_end\"", "toolu_q1"]);
+    assert!(
+        line.contains(
+            r#""arguments":{"path":"m.txt","edits":[{"oldText":"alpha","newText":"ALPHA"}]}"#
+        ),
+        "{line}"
+    );
+    let (_, agent_end) = find(&recs, json!({"type": "agent_end"}));
+    let run_calls: Vec<Value> = assistant_contents(agent_end["messages"].as_array().unwrap())
+        .iter()
+        .take(3)
+        .map(args_of)
+        .collect();
+    assert_eq!(run_calls, shown);
+    let messages = agent.request("m1", json!({"type": "get_messages"}))["data"]["messages"].clone();
+    let context_calls: Vec<Value> = assistant_contents(messages.as_array().unwrap())
+        .iter()
+        .take(3)
+        .map(args_of)
+        .collect();
+    assert_eq!(context_calls, shown);
+    let entries = agent.request("e1", json!({"type": "get_entries"}))["data"]["entries"].clone();
+    let entry_messages: Vec<Value> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.get("message").cloned())
+        .collect();
+    let entry_calls: Vec<Value> = assistant_contents(&entry_messages)
+        .iter()
+        .take(3)
+        .map(args_of)
+        .collect();
+    assert_eq!(entry_calls, shown);
+    let file_messages: Vec<Value> = session_file_entries(&mut agent)
+        .into_iter()
+        .filter_map(|e| e.get("message").cloned())
+        .collect();
+    let file_calls: Vec<Value> = assistant_contents(&file_messages)
+        .iter()
+        .take(3)
+        .map(args_of)
+        .collect();
+    assert_eq!(file_calls, sent);
+    // Later requests send the normalized arguments.
+    let last = request_messages(&mock, 3);
+    let inputs: Vec<Value> = last
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| m["content"][0]["input"].clone())
+        .collect();
+    assert_eq!(inputs, shown);
 }
