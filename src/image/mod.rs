@@ -12,6 +12,7 @@ pub mod base64;
 mod exif;
 mod process;
 mod resize;
+mod sinf;
 
 use std::fmt;
 
