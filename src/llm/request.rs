@@ -45,6 +45,24 @@ pub fn post_streaming(
     Ok(response)
 }
 
+/// The POST of a JSON `body`, serialized as JavaScript's `JSON.stringify` prints it
+/// (`util::to_js_vec`). A body that cannot be serialized is a [`Failure::Error`], never an empty
+/// request.
+pub fn json_request(
+    url: String,
+    headers: Vec<(String, String)>,
+    body: &Value,
+    idle_timeout: std::time::Duration,
+) -> Result<HttpRequest, Failure> {
+    let body = crate::util::to_js_vec(body).map_err(|e| Failure::Error(e.to_string()))?;
+    Ok(HttpRequest {
+        url,
+        headers,
+        body,
+        idle_timeout,
+    })
+}
+
 /// A failed body read: an abort when the token fired, else undici's `terminated: …`.
 pub fn read_failure(e: &std::io::Error, cancel: &CancelToken) -> Failure {
     if cancel.is_cancelled() {

@@ -6,9 +6,9 @@ use std::io::BufReader;
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
-use super::http::{describe_read_error, HttpRequest};
+use super::http::describe_read_error;
 use super::model::Model;
-use super::request::post_streaming;
+use super::request::{json_request, post_streaming};
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, clamp_max_tokens_to_context, clamp_thinking_budget_to_answer_room,
@@ -128,13 +128,7 @@ fn run(
         return Err(Failure::Aborted);
     }
     let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
-    let body = crate::util::to_js_vec(&req.body).map_err(|e| Failure::Error(e.to_string()))?;
-    let request = HttpRequest {
-        url: req.url,
-        headers: req.headers,
-        body,
-        idle_timeout: opts.idle_timeout,
-    };
+    let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
     let resp = post_streaming(request, cancel, out, ERROR_BODY_LIMIT, |status, _, text| {
         sdk_status_message(status, parse_error_body(text).as_ref(), Some(text))
     })?;

@@ -13,9 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
-use super::http::HttpRequest;
 use super::model::{number_to_u64, Model};
-use super::request::{post_streaming, read_failure};
+use super::request::{json_request, post_streaming, read_failure};
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, effective_thinking_level, js_stringify, js_truthy, AbortTexts, Failure,
@@ -131,12 +130,12 @@ fn run(
     }
     let max_tokens = base_max_tokens(model, ctx, opts);
     let body = build_body(model, ctx, opts, max_tokens).map_err(Failure::Error)?;
-    let request = HttpRequest {
-        url: endpoint(model),
-        headers: request_headers(opts),
-        body: crate::util::to_js_vec(&body).unwrap_or_default(),
-        idle_timeout: opts.idle_timeout,
-    };
+    let request = json_request(
+        endpoint(model),
+        request_headers(opts),
+        &body,
+        opts.idle_timeout,
+    )?;
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);
     }

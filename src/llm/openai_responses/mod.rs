@@ -12,9 +12,8 @@ use std::io::BufReader;
 
 use serde_json::{json, Map, Value};
 
-use super::http::HttpRequest;
 use super::model::{number_to_u64, Model};
-use super::request::{merge_sampling_params, post_streaming, read_failure};
+use super::request::{json_request, merge_sampling_params, post_streaming, read_failure};
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, effective_thinking_level, js_stringify, js_truthy, parse_error_body,
@@ -236,12 +235,12 @@ fn run(
     }
     let max_tokens = base_max_tokens(model, ctx, opts);
     let body = build_body(model, ctx, opts, max_tokens);
-    let request = HttpRequest {
-        url: endpoint(model),
-        headers: request_headers(model, opts),
-        body: crate::util::to_js_vec(&body).unwrap_or_default(),
-        idle_timeout: opts.idle_timeout,
-    };
+    let request = json_request(
+        endpoint(model),
+        request_headers(model, opts),
+        &body,
+        opts.idle_timeout,
+    )?;
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);
     }
