@@ -19,4 +19,5 @@ pub mod openai_responses;
 pub mod request;
 pub mod sse;
 pub mod stream;
+pub mod tool_args;
 pub mod types;

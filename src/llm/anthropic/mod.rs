@@ -13,9 +13,10 @@ use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, clamp_max_tokens_to_context, clamp_thinking_budget_to_answer_room,
     effective_thinking_level, parse_error_body, sdk_status_message, thinking_budget_for_level,
-    AbortTexts, Failure, Output, StreamUpdate, ToolArgs,
+    AbortTexts, Failure, Output, StreamUpdate,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
+use super::tool_args::ToolArgs;
 use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
     StopReason, StreamOptions, Tool,

@@ -14,9 +14,10 @@ use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, clamp_thinking_budget_to_answer_room, effective_thinking_level, js_stringify,
     parse_error_body, sdk_status_message, thinking_budget_for_level, AbortTexts, Failure, Output,
-    StreamUpdate, ToolArgs,
+    StreamUpdate,
 };
 use super::thinking::ThinkingLevel;
+use super::tool_args::ToolArgs;
 use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
     StopReason, StreamOptions, Tool, Usage,

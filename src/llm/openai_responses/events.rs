@@ -37,7 +37,7 @@ impl Args {
         (None, p)
     }
 
-    fn finish(&self) -> crate::llm::stream::FinalArguments {
+    fn finish(&self) -> crate::llm::tool_args::FinalArguments {
         self.args.finish()
     }
 }

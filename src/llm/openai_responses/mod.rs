@@ -17,9 +17,10 @@ use super::request::{json_request, merge_sampling_params, post_streaming, read_f
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, effective_thinking_level, js_stringify, js_truthy, parse_error_body,
-    sdk_status_message, AbortTexts, Failure, Output, StreamUpdate, ToolArgs,
+    sdk_status_message, AbortTexts, Failure, Output, StreamUpdate,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
+use super::tool_args::ToolArgs;
 use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
     StopReason, StreamOptions, Tool, Usage,
