@@ -113,7 +113,10 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         let provider = cli_model
             .as_ref()
             .map(|(m, _)| m.provider.clone())
-            .or_else(|| scoped_pick(&scoped, &settings).map(|m| m.provider.clone()));
+            .or_else(|| {
+                crate::agent::state::scoped_start(&scoped, &settings)
+                    .map(|(m, _)| m.provider.clone())
+            });
         match provider {
             Some(p) => registry.set_runtime_api_key(&p, key.clone()),
             None => {
@@ -226,23 +229,6 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         session,
         mode: cli.effective_mode(),
     })
-}
-
-/// The scoped model pi starts with: the saved default (`defaultProvider` + `defaultModel`) when
-/// it is in scope, else the first scoped model.
-fn scoped_pick<'a>(
-    scoped: &'a [(crate::llm::Model, Option<ThinkingLevel>)],
-    settings: &Settings,
-) -> Option<&'a crate::llm::Model> {
-    let saved = settings.default_provider().zip(settings.default_model());
-    saved
-        .and_then(|(provider, id)| {
-            scoped
-                .iter()
-                .find(|(m, _)| m.provider == provider && m.id == id)
-        })
-        .or_else(|| scoped.first())
-        .map(|(m, _)| m)
 }
 
 /// A flag value that names an existing file is replaced by the file's content.

@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(images[0].mime_type, "image/png");
         assert_eq!(
             images[0].data,
-            crate::tools::read::base64_encode(&png),
+            crate::image::base64::encode(&png),
             "kept byte-identical"
         );
         let err = process_file_args(&s(&["nope.txt"]), &dir).unwrap_err();

@@ -59,6 +59,23 @@ pub struct ToolContextParts {
     pub images: crate::image::ImageOptions,
 }
 
+/// The scoped model (with its pattern's thinking level) pi starts with under a `--models` /
+/// `enabledModels` scope: the saved default (`defaultProvider` + `defaultModel`) when it is in
+/// scope, else the first scoped model. `None` without a scope.
+pub fn scoped_start<'a>(
+    scoped: &'a [(Model, Option<ThinkingLevel>)],
+    settings: &Settings,
+) -> Option<&'a (Model, Option<ThinkingLevel>)> {
+    let saved = settings.default_provider().zip(settings.default_model());
+    saved
+        .and_then(|(provider, id)| {
+            scoped
+                .iter()
+                .find(|(m, _)| m.provider == provider && m.id == id)
+        })
+        .or_else(|| scoped.first())
+}
+
 /// The runtime state of one session.
 pub struct AgentSession {
     pub cwd: PathBuf,
@@ -190,6 +207,9 @@ impl AgentSession {
         if let Some((m, l)) = &self.startup.cli_model {
             return (Some(m.clone()), *l);
         }
+        if let Some((m, l)) = scoped_start(&self.startup.scoped, &self.settings) {
+            return (Some(m.clone()), *l);
+        }
         let saved = match (
             self.settings.default_provider(),
             self.settings.default_model(),
@@ -197,18 +217,6 @@ impl AgentSession {
             (Some(provider), Some(id)) => self.registry.find(&provider, &id).cloned(),
             _ => None,
         };
-        if let Some((first, first_level)) = self.startup.scoped.first() {
-            let in_scope = saved.as_ref().and_then(|saved| {
-                self.startup
-                    .scoped
-                    .iter()
-                    .find(|(m, _)| m.provider == saved.provider && m.id == saved.id)
-            });
-            return match in_scope {
-                Some((m, l)) => (Some(m.clone()), *l),
-                None => (Some(first.clone()), *first_level),
-            };
-        }
         if let Some(m) = saved.filter(|m| self.registry.has_credentials(&m.provider)) {
             return (Some(m), None);
         }

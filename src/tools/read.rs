@@ -526,9 +526,6 @@ fn structured_output(content: &[Value]) -> Value {
     }
 }
 
-/// Standard base64 with padding.
-pub use crate::image::base64::encode as base64_encode;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -758,14 +755,14 @@ mod tests {
             out.content,
             vec![
                 json!({"type":"text","text":"Read image file [image/png]"}),
-                json!({"type":"image","data":base64_encode(&png),"mimeType":"image/png"}),
+                json!({"type":"image","data":crate::image::base64::encode(&png),"mimeType":"image/png"}),
             ]
         );
         assert_eq!(out.details, None);
         assert_eq!(
             out.structured_content,
             Some(
-                json!({"type":"image","data":base64_encode(&png),"mimeType":"image/png","note":"Read image file [image/png]"})
+                json!({"type":"image","data":crate::image::base64::encode(&png),"mimeType":"image/png","note":"Read image file [image/png]"})
             )
         );
         let cancel = CancelToken::new();
