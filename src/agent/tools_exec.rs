@@ -132,9 +132,9 @@ pub fn execute_tool_calls(
             match tools.iter().find(|t| t.name() == call.name) {
                 None => Some(format!("Tool {} not found", call.name)),
                 Some(tool) => {
-                    let before = call.args.clone();
+                    let before = tool.rewrites_arguments().then(|| call.args.clone());
                     let prepared = tool.prepare_arguments(&mut call.args);
-                    if call.args != before {
+                    if before.is_some_and(|before| before != call.args) {
                         call.rewritten = true;
                         on_rewrite(i, &call.args);
                     }

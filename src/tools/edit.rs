@@ -135,6 +135,10 @@ impl Tool for EditTool {
         prepare_edit_arguments(args.clone())
     }
 
+    fn rewrites_arguments(&self) -> bool {
+        true
+    }
+
     fn execute(
         &self,
         args: &Value,

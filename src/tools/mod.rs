@@ -90,6 +90,11 @@ pub trait Tool: Send + Sync {
     fn prepare_arguments(&self, args: &mut Value) -> Value {
         args.clone()
     }
+    /// Whether [`Tool::prepare_arguments`] may rewrite `args` in place (only then does the
+    /// agent loop keep a copy to tell; a write call's arguments can be megabytes).
+    fn rewrites_arguments(&self) -> bool {
+        false
+    }
     /// Runs the tool. `on_update` receives cumulative partial results (`partialResult`).
     fn execute(
         &self,
