@@ -1,0 +1,98 @@
+//! Writing the session file: lazily at the first conversation message, then append-only
+//! (`session-format.md` §2, §7).
+
+use super::*;
+
+impl SessionManager {
+    pub(super) fn push_entry(&mut self, entry: Entry) -> Result<(), SessionError> {
+        let id = entry.id().to_string();
+        self.entries.push(entry);
+        self.index
+            .insert(id.as_str().into(), self.entries.len() - 1);
+        let prev_leaf = self.leaf.replace(id.clone());
+        if let Err(e) = self.persist_last() {
+            self.entries.pop();
+            self.index.remove(id.as_str());
+            self.leaf = prev_leaf;
+            return Err(e);
+        }
+        if let (Some(t), Some(last)) = (self.totals.get_mut(), self.entries.last()) {
+            t.add(last);
+        }
+        if let Some(last) = self.entries.last() {
+            if last.kind() == "label" {
+                let last = last.clone();
+                self.apply_label(&last);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn has_conversation(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| matches!(e.message_role(), Some("user") | Some("assistant")))
+    }
+
+    /// Writes the newest entry: the whole file at the first user/assistant message, then one
+    /// `write_all` per appended line.
+    pub(super) fn persist_last(&mut self) -> Result<(), SessionError> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        if self.flushed {
+            let Some(last) = self.entries.last() else {
+                return Ok(());
+            };
+            let mut line = String::with_capacity(last.raw().len() + 1);
+            line.push_str(last.raw());
+            line.push('\n');
+            if self.file.is_none() {
+                let f = OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .map_err(|source| io_err(&path, source))?;
+                self.file = Some(f);
+            }
+            let Some(file) = self.file.as_mut() else {
+                return Ok(());
+            };
+            return file
+                .write_all(line.as_bytes())
+                .map_err(|source| io_err(&path, source));
+        }
+        if !self.has_conversation() {
+            return Ok(());
+        }
+        self.write_whole_file()
+    }
+
+    /// Creates the file (exclusively) with the header and every entry; keeps it open.
+    pub(super) fn write_whole_file(&mut self) -> Result<(), SessionError> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        let io = |source| io_err(&path, source);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io)?;
+        let header = crate::protocol::framing::encode(&self.header.to_value());
+        if let Err(e) = load::write_lines(&mut file, &header, self.entries.iter().map(Entry::raw)) {
+            // Leave no half-written file behind: the next append tries again.
+            drop(file);
+            let _ = std::fs::remove_file(&path);
+            return Err(io(e));
+        }
+        self.file = Some(file);
+        self.flushed = true;
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Fork and clone (`session-format.md` §7, pi's `AgentSessionRuntime.fork`)
+}
