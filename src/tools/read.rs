@@ -12,8 +12,8 @@ use super::path::{check_access, node_error, resolve_read_path};
 use super::truncate::{
     format_size, truncate_head, Truncation, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES,
 };
-use super::validate::js_number_string;
 use super::{Tool, ToolContext, ToolOutput};
+use crate::util::js_number_string;
 
 /// Bytes read to recognise an image.
 const IMAGE_SNIFF_BYTES: usize = 4100;

@@ -25,6 +25,9 @@
 
 use serde_json::{Map, Value};
 
+use crate::llm::stream::js_stringify;
+use crate::util::js_number_string;
+
 /// One failed check: the dotted path of the value and pi's message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ValidationError {
@@ -88,11 +91,6 @@ fn is_integer(v: &Value) -> bool {
 /// A JSON number for `f`, integral values as integers (so they print as JavaScript does).
 fn number_value(f: f64) -> Value {
     crate::util::js_value(f)
-}
-
-/// `String(n)` / `Number.prototype.toString()` for a finite or non-finite number.
-pub fn js_number_string(f: f64) -> String {
-    crate::util::js_number_string(f)
 }
 
 fn number_text(v: &Value) -> String {
@@ -185,26 +183,6 @@ pub fn js_stringify_pretty(v: &Value) -> String {
     let mut out = String::new();
     write_pretty(v, 0, &mut out);
     out
-}
-
-/// `JSON.stringify(v)` (compact), numbers as JavaScript prints them.
-pub fn js_stringify(v: &Value) -> String {
-    match v {
-        Value::Number(_) => number_text(v),
-        Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(js_stringify).collect();
-            format!("[{}]", parts.join(","))
-        }
-        Value::Object(map) => {
-            let parts: Vec<String> = map
-                .iter()
-                .map(|(k, v)| format!("{}:{}", string_literal(k), js_stringify(v)))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        Value::String(s) => string_literal(s),
-        other => other.to_string(),
-    }
 }
 
 fn string_literal(s: &str) -> String {
