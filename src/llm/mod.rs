@@ -12,6 +12,8 @@ pub use thinking::ThinkingLevel;
 pub mod anthropic;
 pub mod convert;
 pub mod errors;
+#[cfg(test)]
+mod golden;
 pub mod google;
 pub mod http;
 pub mod openai_completions;

@@ -5,8 +5,9 @@
 //! there, markup from the session stays text, the image is an inline `data:` URI, and the page
 //! asks for nothing from anywhere.
 //!
-//! Chromium is required: Debian's `chromium` package (`/usr/bin/chromium`), or the binary named
-//! by `PI_RPC_CHROMIUM`. `.ci/run` installs it; without it this test fails and says so.
+//! Needs Chromium: Debian's `chromium` package (`/usr/bin/chromium`), or the binary named by
+//! `PI_RPC_CHROMIUM`. Without it the test says so and skips, unless `PI_RPC_REQUIRE` names
+//! `chromium` (`.ci/run` installs it and does).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,28 +17,22 @@ use serde_json::{json, Value};
 
 use super::agent_loop::{agent_for, run_command, PNG_B64};
 use crate::support::mock_llm::MockLlm;
+use crate::support::outside;
 use crate::support::TempDir;
 
-/// The Chromium binary, or a panic that says how to get one.
-fn chromium() -> PathBuf {
-    if let Some(p) = std::env::var_os("PI_RPC_CHROMIUM") {
-        return PathBuf::from(p);
-    }
-    for name in ["chromium", "chromium-browser"] {
-        if let Some(dir) = std::env::var_os("PATH") {
-            for d in std::env::split_paths(&dir) {
-                let p = d.join(name);
-                if p.is_file() {
-                    return p;
-                }
-            }
-        }
-    }
-    panic!(
-        "export_html browser test: Chromium is not installed. Install Debian's package \
-         (`apt-get update && apt-get install -y chromium`) or set PI_RPC_CHROMIUM to a \
-         Chromium binary; .ci/run installs it."
-    );
+/// The Chromium binary (`$PI_RPC_CHROMIUM`, else `chromium` on `PATH`), or `None` when the
+/// test skips (see `support::outside`).
+fn chromium() -> Option<PathBuf> {
+    let found = std::env::var_os("PI_RPC_CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| outside::on_path(&["chromium", "chromium-browser"]));
+    outside::need(
+        "chromium",
+        found,
+        "export_html browser test",
+        "install Debian's package (`apt-get update && apt-get install -y chromium`) or set \
+         PI_RPC_CHROMIUM to a Chromium binary",
+    )
 }
 
 /// What Chromium made of a page: the serialized DOM after load, and the URLs the page itself
@@ -48,12 +43,12 @@ struct Rendered {
 }
 
 /// Loads `html` in headless Chromium with a fresh profile and no way out to the network.
-fn render(html: &Path, work: &Path) -> Rendered {
+fn render(browser: &Path, html: &Path, work: &Path) -> Rendered {
     let profile = work.join("chromium-profile");
     let netlog = work.join("netlog.json");
     std::fs::create_dir_all(&profile).expect("profile dir");
     let url = format!("file://{}", html.display());
-    let mut child = Command::new(chromium())
+    let mut child = Command::new(browser)
         .args([
             "--headless",
             "--no-sandbox",
@@ -176,7 +171,9 @@ fn all_tags(dom: &str) -> Vec<&str> {
 
 #[test]
 fn exported_session_renders_in_chromium_escaped_and_offline() {
-    let browser = chromium();
+    let Some(browser) = chromium() else {
+        return;
+    };
     let mock = MockLlm::start(json!({"replies": [
         {"blocks": [
             {"type": "thinking", "text": "The user wants <b>markup</b> & a listing.", "signature": "sig"},
@@ -253,7 +250,7 @@ fn exported_session_renders_in_chromium_escaped_and_offline() {
         ]
     );
 
-    let page = render(&html_path, work.path());
+    let page = render(&browser, &html_path, work.path());
     let dom = &page.dom;
     let text = visible_text(dom);
 

@@ -576,7 +576,7 @@ fn session_file_path_is_reported_before_the_file_exists() {
 #[test]
 fn help_and_version_print_to_stdout() {
     for flag in ["--help", "--version"] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pi-rpc"))
+        let out = std::process::Command::new(crate::support::outside::pi_rpc_bin())
             .arg(flag)
             .output()
             .unwrap();
@@ -589,7 +589,7 @@ fn help_and_version_print_to_stdout() {
 fn closed_stdout_ends_the_process_quietly() {
     use std::process::{Command, Stdio};
     let root = crate::support::TempDir::new("epipe");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pi-rpc"))
+    let mut child = Command::new(crate::support::outside::pi_rpc_bin())
         .args(["--no-session"])
         .current_dir(root.path())
         .env("PI_CODING_AGENT_DIR", root.path())
@@ -648,7 +648,7 @@ fn list_models_prints_a_table_of_available_models() {
         "models.json",
         &crate::support::agent::mock_models_json(BASE).to_string(),
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pi-rpc"))
+    let out = std::process::Command::new(crate::support::outside::pi_rpc_bin())
         .args(["--list-models", "haiku"])
         .current_dir(root.path())
         .env("PI_CODING_AGENT_DIR", root.path())

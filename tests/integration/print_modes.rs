@@ -66,7 +66,7 @@ impl Workspace {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi-rpc"));
+        let mut cmd = Command::new(crate::support::outside::pi_rpc_bin());
         cmd.args(args)
             .current_dir(self.cwd())
             .env_clear()

@@ -120,7 +120,7 @@ impl AgentBuilder {
             }
             std::fs::write(&p, content).expect("write cwd file");
         }
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi-rpc"));
+        let mut cmd = Command::new(crate::support::outside::pi_rpc_bin());
         cmd.arg("--mode").arg("rpc");
         if self.default_args {
             cmd.args([

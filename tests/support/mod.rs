@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod llm;
 pub mod mock_llm;
+pub mod outside;
 pub mod tempdir;
 
 pub use agent::Agent;

@@ -179,16 +179,6 @@ mod tests {
     use super::*;
     use crate::llm::model::ModelCost;
 
-    /// pi 1.6.0's recorded transcripts: `shared/` sits beside the checkout (also in CI).
-    pub(super) const GOLDEN: &str =
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/golden");
-
-    pub(super) fn read_golden(file: &str) -> String {
-        let path = format!("{GOLDEN}/{file}");
-        std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("golden transcript {path} is needed by this test: {e}"))
-    }
-
     pub(super) fn mock_sonnet() -> Model {
         Model {
             id: "mock-sonnet".into(),
@@ -216,30 +206,5 @@ mod tests {
             api_key: Some("test-key".into()),
             ..StreamOptions::default()
         }
-    }
-
-    /// The golden request bodies, if the conformance folder is present.
-    pub(super) fn golden_requests(name: &str) -> Option<Vec<Value>> {
-        let text = read_golden(&format!("{name}.requests.jsonl"));
-        Some(
-            text.lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .collect(),
-        )
-    }
-
-    /// The agent-level messages that produced golden request `body` (system message from the
-    /// golden transcript's system message_start, the rest rebuilt from the request itself is
-    /// not possible, so tests list them explicitly).
-    pub(super) fn golden_system_message(name: &str) -> Option<Value> {
-        let text = read_golden(&format!("{name}.jsonl"));
-        for l in text.lines() {
-            let v: Value = serde_json::from_str(l).ok()?;
-            let rec = &v["record"];
-            if rec["type"] == "message_start" && rec["message"]["role"] == "system" {
-                return Some(rec["message"].clone());
-            }
-        }
-        None
     }
 }

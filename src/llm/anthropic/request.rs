@@ -586,17 +586,13 @@ mod tests {
     use super::super::tests::*;
     use super::*;
     use crate::llm::convert::build_llm_context;
+    use crate::llm::golden;
     use crate::llm::types::Usage;
 
     #[test]
     fn plain_text_request_matches_golden() {
-        let (Some(reqs), Some(system)) = (
-            golden_requests("plain_text"),
-            golden_system_message("plain_text"),
-        ) else {
-            eprintln!("golden files not found; skipping");
-            return;
-        };
+        let reqs = golden::requests("plain_text");
+        let system = golden::system_message("plain_text");
         let msgs = vec![
             system,
             json!({"role":"user","content":[{"type":"text","text":"Say hello"}],"timestamp":1}),
@@ -642,12 +638,8 @@ mod tests {
 
     #[test]
     fn bash_tool_history_matches_golden() {
-        let (Some(reqs), Some(system)) = (
-            golden_requests("bash_tool"),
-            golden_system_message("bash_tool"),
-        ) else {
-            return;
-        };
+        let reqs = golden::requests("bash_tool");
+        let system = golden::system_message("bash_tool");
         let assistant = AssistantMessage {
             content: vec![
                 ContentBlock::text("I will run a command."),

@@ -393,16 +393,6 @@ mod tests {
     use super::*;
     use crate::llm::model::ModelCost;
 
-    /// pi 1.6.0's recorded transcripts: `shared/` sits beside the checkout (also in CI).
-    pub(super) const GOLDEN: &str =
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/golden");
-
-    pub(super) fn read_golden(file: &str) -> String {
-        let path = format!("{GOLDEN}/{file}");
-        std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("golden transcript {path} is needed by this test: {e}"))
-    }
-
     pub(super) fn mock_gpt() -> Model {
         Model {
             id: "mock-gpt".into(),
@@ -430,20 +420,6 @@ mod tests {
             api_key: Some("test-key".into()),
             ..StreamOptions::default()
         }
-    }
-
-    pub(super) fn golden(name: &str) -> Option<(Vec<Value>, Value)> {
-        let reqs: Vec<Value> = read_golden(&format!("{name}.requests.jsonl"))
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let text = read_golden(&format!("{name}.jsonl"));
-        let system = text.lines().find_map(|l| {
-            let v: Value = serde_json::from_str(l).ok()?;
-            let m = &v["record"]["message"];
-            (v["record"]["type"] == "message_start" && m["role"] == "system").then(|| m.clone())
-        })?;
-        Some((reqs, system))
     }
 
     #[test]

@@ -623,13 +623,12 @@ mod tests {
     use super::super::tests::*;
     use super::*;
     use crate::llm::convert::build_llm_context;
+    use crate::llm::golden;
 
     #[test]
     fn requests_match_golden() {
-        let Some((reqs, system)) = golden("openai_chat") else {
-            eprintln!("golden files not found; skipping");
-            return;
-        };
+        let reqs = golden::requests("openai_chat");
+        let system = golden::system_message("openai_chat");
         let model = mock_gpt();
         let mut msgs = vec![
             system,
