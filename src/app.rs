@@ -64,23 +64,40 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
     // mode cannot ask, so only `--approve` or `defaultProjectTrust: "always"` trusts it.
     let global_only = Settings::load(&agent_dir, &cwd, false, &mut Vec::new());
     let trusted =
-        !cli.no_approve && (cli.approve || global_only.default_project_trust() == "always");
+        !cli.no_approve() && (cli.approve() || global_only.default_project_trust() == "always");
     let settings = Settings::load(&agent_dir, &cwd, trusted, &mut diags);
 
+    // Extensions load before flags are matched against theirs (pi's order). pi-rpc cannot run
+    // extensions yet, so a configured one stops start-up as pi's load failures do.
+    let packages = settings
+        .get(&["packages"])
+        .and_then(serde_json::Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| {
+                    p.as_str()
+                        .or_else(|| p.get("source").and_then(|s| s.as_str()))
+                })
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    crate::extensions::load(&crate::extensions::DiscoveryOptions {
+        cli_paths: &cli.extension,
+        no_extensions: cli.no_extensions,
+        project_trusted: trusted,
+        cwd: &cwd,
+        agent_dir: &agent_dir,
+        settings_paths: settings.extension_paths(),
+        packages,
+    })
+    .map_err(|f| StartupError(f.stderr_lines().join("\n")))?;
+    if let Some(e) = cli.unknown_flags_error() {
+        return Err(StartupError(e));
+    }
     let mut registry = ModelRegistry::load(&agent_dir, &mut diags);
-    // As pi: an invalid --thinking is a warning and the flag is ignored.
-    let cli_thinking = match cli.thinking.as_deref() {
-        None => None,
-        Some(s) => {
-            let level = ThinkingLevel::parse(s);
-            if level.is_none() {
-                diags.push(format!(
-                    "Warning: Invalid thinking level \"{s}\". Valid values: off, minimal, low, medium, high, xhigh, max"
-                ));
-            }
-            level
-        }
-    };
+    // An invalid --thinking was already a parse warning (pi's), and the flag is ignored.
+    let cli_thinking = cli.thinking.as_deref().and_then(ThinkingLevel::parse);
     let cli_model = match (&cli.model, &cli.provider) {
         (Some(pattern), provider) => {
             let resolved = registry
@@ -103,7 +120,7 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         }
         (None, None) => None,
     };
-    let scope_patterns = Cli::split_list(&cli.models).or_else(|| settings.enabled_models());
+    let scope_patterns = cli.models.clone().or_else(|| settings.enabled_models());
     let scoped = scope_patterns
         .filter(|p| !p.is_empty())
         .map(|p| registry.resolve_scope_with_warnings(&p, &mut diags))
@@ -153,8 +170,8 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
 
     let (tool_names, tool_warnings) = crate::tools::resolve_active(
         settings.default_tools(),
-        Cli::split_list(&cli.tools),
-        Cli::split_list(&cli.exclude_tools),
+        cli.tools.clone(),
+        cli.exclude_tools.clone(),
         cli.no_tools || cli.no_builtin_tools,
     );
     diags.extend(tool_warnings);
@@ -274,9 +291,16 @@ fn prompt_config(
         Some(v) => Some(text_or_file(v, cwd)),
         None => from_files("SYSTEM.md", diags),
     };
-    let append = match &cli.append_system_prompt {
-        Some(v) => Some(text_or_file(v, cwd)),
-        None => from_files("APPEND_SYSTEM.md", diags),
+    // Every --append-system-prompt, joined with a blank line as pi joins them.
+    let append = if cli.append_system_prompt.is_empty() {
+        from_files("APPEND_SYSTEM.md", diags)
+    } else {
+        let parts: Vec<String> = cli
+            .append_system_prompt
+            .iter()
+            .map(|v| text_or_file(v, cwd))
+            .collect();
+        Some(parts.join("\n\n"))
     };
     let context_files = crate::resources::context_files::discover_context_files(
         agent_dir,
@@ -458,9 +482,28 @@ pub fn main_with(cli: Cli) -> i32 {
     // Children (the bash tool, RPC bash) inherit these, as from pi. Set before any thread runs.
     std::env::set_var("PI_CODING_AGENT", "true");
     std::env::set_var("AI_AGENT", "pi");
-    if cli.version {
-        println!("pi-rpc {}", env!("CARGO_PKG_VERSION"));
+    // Parse diagnostics first, all of them; any error ends the process (pi's `main`).
+    for d in &cli.diagnostics {
+        eprintln!("{d}");
+    }
+    if cli
+        .diagnostics
+        .iter()
+        .any(|d| d.severity == crate::cli::Severity::Error)
+    {
+        return 1;
+    }
+    if cli.help {
+        print!("{}", crate::cli::HELP);
         return 0;
+    }
+    if cli.version {
+        // Bare, as pi prints its own: clients show `<name> v<version>` from it.
+        println!("{}", env!("CARGO_PKG_VERSION"));
+        return 0;
+    }
+    if let Some(file) = &cli.export {
+        return export_file(file, cli.messages.first().map(String::as_str));
     }
     if let Some(search) = &cli.list_models {
         return list_models(search);
@@ -480,6 +523,35 @@ pub fn main_with(cli: Cli) -> i32 {
         Mode::Rpc => run_rpc(startup.session),
         mode @ (Mode::Json | Mode::Text) => {
             crate::print::run_print(startup.session, mode, &cli.messages)
+        }
+    }
+}
+
+/// `--export <session file> [output]`: the session as HTML, then exit (pi's `exportFromFile`).
+fn export_file(input: &str, output: Option<&str>) -> i32 {
+    let cwd = match std::env::current_dir() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("Error: cannot determine the working directory: {e}");
+            return 1;
+        }
+    };
+    let path = crate::util::resolve_path(&cwd, input);
+    if !path.exists() {
+        eprintln!("Error: File not found: {}", path.display());
+        return 1;
+    }
+    let result = SessionManager::open(&path, None, &cwd)
+        .map_err(|e| e.to_string())
+        .and_then(|sm| crate::export::export_html(&sm, output, &cwd).map_err(|e| e.to_string()));
+    match result {
+        Ok(written) => {
+            println!("Exported to: {written}");
+            0
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            1
         }
     }
 }

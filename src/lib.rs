@@ -12,6 +12,7 @@ pub mod cli;
 pub mod compaction;
 pub mod exec;
 pub mod export;
+pub mod extensions;
 pub mod image;
 pub mod llm;
 pub mod print;

@@ -490,6 +490,31 @@ impl Settings {
         self.resource_paths("prompts")
     }
 
+    /// `extensions` entries of the trusted project file (resolved against `<cwd>/.pi`), and of
+    /// the global file (resolved against the agent dir), kept apart because extension discovery
+    /// puts `<cwd>/.pi/extensions/` between them (`extensions.md` §A2).
+    pub fn extension_paths(&self) -> (Vec<String>, Vec<String>) {
+        let layer = |map: &Map<String, Value>, base: Option<&Path>| -> Vec<String> {
+            let Some(Value::Array(entries)) = map.get("extensions") else {
+                return Vec::new();
+            };
+            entries
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::trim)
+                .filter(|e| !e.is_empty() && !e.starts_with(['!', '+', '-']))
+                .map(|e| match base {
+                    Some(base) => resolve_path(base, e).to_string_lossy().into_owned(),
+                    None => e.to_string(),
+                })
+                .collect()
+        };
+        (
+            layer(&self.project, self.project_base.as_deref()),
+            layer(&self.global, self.global_base.as_deref()),
+        )
+    }
+
     fn resource_paths(&self, key: &str) -> Vec<String> {
         let mut out = Vec::new();
         let layers = [

@@ -5,6 +5,7 @@
 mod support;
 
 mod agent_loop;
+mod cli_flags;
 mod compaction;
 mod export_html;
 mod foundation;
