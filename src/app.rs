@@ -363,14 +363,19 @@ pub fn run_rpc(session: AgentSession) -> i32 {
             }
         };
 
+    let max_line_bytes = crate::protocol::framing::max_line_bytes_from_env().unwrap_or_else(|e| {
+        eprintln!("Warning: {e}");
+        crate::protocol::framing::DEFAULT_MAX_LINE_BYTES
+    });
     let (tx, rx) = bounded(INPUT_CAPACITY);
-    let reader_handle = match reader::spawn(std::io::stdin(), tx, Box::new(|_ui| {})) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("pi-rpc: cannot start the reader thread: {e}");
-            return 1;
-        }
-    };
+    let reader_handle =
+        match reader::spawn(std::io::stdin(), tx, Box::new(|_ui| {}), max_line_bytes) {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("pi-rpc: cannot start the reader thread: {e}");
+                return 1;
+            }
+        };
 
     let processor = Processor {
         session: Arc::clone(&session),

@@ -59,7 +59,9 @@ impl Processor {
         for item in input {
             match item {
                 Input::Eof => return Exit::Eof,
-                Input::Malformed(error) => self.out.response(&Response::parse_error(None, error)),
+                Input::Malformed { id, error } => {
+                    self.out.response(&Response::parse_error(id, error))
+                }
                 Input::Line(incoming) => self.handle(incoming),
             }
         }

@@ -9,15 +9,16 @@ use crossbeam_channel::Sender;
 use serde_json::Value;
 
 use crate::protocol::command::{parse_incoming, Incoming, UiResponse};
-use crate::protocol::framing::{Frame, LineSplitter, MAX_LINE_BYTES};
+use crate::protocol::framing::{find_id, Frame, LineSplitter};
 
 /// What the processor receives from the reader.
 #[derive(Debug)]
 pub enum Input {
     /// One classified line.
     Line(Incoming),
-    /// A line that could not be decoded; the text is the complete `error` of the response.
-    Malformed(String),
+    /// A line that could not be decoded: the `error` of the response, and the command's `id`
+    /// when it could still be read (an over-long line's first bytes).
+    Malformed { id: Option<Value>, error: String },
     /// stdin reached its end (or failed): the orderly shutdown begins.
     Eof,
 }
@@ -28,15 +29,19 @@ pub type UiSink = Box<dyn Fn(UiResponse) + Send>;
 /// Decodes one framed line into the processor's input.
 pub fn decode_frame(frame: Frame) -> Input {
     match frame {
-        Frame::TooLong { len } => Input::Malformed(format!(
-            "Failed to parse command: line of {len} bytes exceeds the {} MiB limit",
-            MAX_LINE_BYTES / (1024 * 1024)
-        )),
+        Frame::TooLong { len, limit, head } => Input::Malformed {
+            id: find_id(&head),
+            error: format!(
+                "Failed to parse command: line of {len} bytes exceeds the limit of {limit} bytes \
+                 (set {} to accept longer lines)",
+                crate::protocol::framing::MAX_LINE_BYTES_ENV
+            ),
+        },
         Frame::Line(bytes) => {
             let text = match std::str::from_utf8(&bytes) {
                 Ok(t) => t,
                 Err(e) => {
-                    return Input::Malformed(format!(
+                    return malformed(format!(
                         "Failed to parse command: invalid UTF-8 at byte {}",
                         e.valid_up_to()
                     ))
@@ -44,31 +49,37 @@ pub fn decode_frame(frame: Frame) -> Input {
             };
             if text.trim().is_empty() {
                 // pi's JSON.parse("") wording, which clients may already match on.
-                return Input::Malformed(
+                return malformed(
                     "Failed to parse command: Unexpected end of JSON input".to_string(),
                 );
             }
             match serde_json::from_str::<Value>(text) {
                 Ok(v) => Input::Line(parse_incoming(v)),
-                Err(e) => Input::Malformed(format!("Failed to parse command: {e}")),
+                Err(e) => malformed(format!("Failed to parse command: {e}")),
             }
         }
     }
 }
 
-/// Starts the reader thread over `source`.
+fn malformed(error: String) -> Input {
+    Input::Malformed { id: None, error }
+}
+
+/// Starts the reader thread over `source`; lines longer than `max_line_bytes` are answered
+/// with a parse error and skipped.
 pub fn spawn<R: Read + Send + 'static>(
     source: R,
     to_processor: Sender<Input>,
     ui: UiSink,
+    max_line_bytes: usize,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("stdin-reader".into())
-        .spawn(move || read_loop(source, to_processor, ui))
+        .spawn(move || read_loop(source, to_processor, ui, max_line_bytes))
 }
 
-fn read_loop<R: Read>(source: R, tx: Sender<Input>, ui: UiSink) {
-    let mut splitter = LineSplitter::default();
+fn read_loop<R: Read>(source: R, tx: Sender<Input>, ui: UiSink, max_line_bytes: usize) {
+    let mut splitter = LineSplitter::with_limit(max_line_bytes);
     // BufReader's buffer is not zero-filled: only the bytes stdin delivers are touched, so an
     // idle process does not carry 64 KiB of resident buffer.
     let mut source = BufReader::with_capacity(64 * 1024, source);
@@ -119,23 +130,41 @@ mod tests {
     #[test]
     fn decoding_errors() {
         match decode_frame(Frame::Line(b"".to_vec())) {
-            Input::Malformed(e) => {
-                assert_eq!(e, "Failed to parse command: Unexpected end of JSON input")
+            Input::Malformed { id: None, error } => {
+                assert_eq!(
+                    error,
+                    "Failed to parse command: Unexpected end of JSON input"
+                )
             }
             other => panic!("{other:?}"),
         }
         match decode_frame(Frame::Line(vec![b'"', 0xff, b'"'])) {
-            Input::Malformed(e) => assert!(e.starts_with("Failed to parse command: invalid UTF-8")),
+            Input::Malformed { id: None, error } => {
+                assert!(error.starts_with("Failed to parse command: invalid UTF-8"))
+            }
             other => panic!("{other:?}"),
         }
         match decode_frame(Frame::Line(b"not json".to_vec())) {
-            Input::Malformed(e) => assert!(e.starts_with("Failed to parse command: ")),
+            Input::Malformed { id: None, error } => {
+                assert!(error.starts_with("Failed to parse command: "))
+            }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(
-            decode_frame(Frame::TooLong { len: 10 }),
-            Input::Malformed(_)
-        ));
+        match decode_frame(Frame::TooLong {
+            len: 10_000,
+            limit: 8192,
+            head: br#"{"id":"big","type":"prompt","message":"xx"#.to_vec(),
+        }) {
+            Input::Malformed { id, error } => {
+                assert_eq!(id, Some(Value::from("big")));
+                assert_eq!(
+                    error,
+                    "Failed to parse command: line of 10000 bytes exceeds the limit of 8192 bytes \
+                     (set PI_RPC_MAX_LINE_BYTES to accept longer lines)"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -152,13 +181,14 @@ mod tests {
             Box::new(move |r| {
                 let _ = ui_tx.send(r);
             }),
+            1 << 20,
         )
         .unwrap();
         h.join().unwrap();
         let got: Vec<Input> = rx.try_iter().collect();
         assert_eq!(got.len(), 3, "{got:?}");
         assert!(matches!(got[0], Input::Line(Incoming::Command { .. })));
-        assert!(matches!(got[1], Input::Malformed(_)));
+        assert!(matches!(got[1], Input::Malformed { .. }));
         assert!(matches!(got[2], Input::Eof));
         assert_eq!(ui_rx.try_recv().unwrap().id, "u");
     }

@@ -118,17 +118,61 @@ fn bad_input_gets_one_error_each_and_the_process_carries_on() {
 }
 
 #[test]
-fn an_over_long_line_is_rejected_once_and_skipped() {
-    let mut a = Agent::spawn();
-    let mut big = String::from("{\"type\":\"prompt\",\"message\":\"");
-    big.push_str(&"x".repeat(10 * 1024 * 1024));
+fn an_over_long_line_is_rejected_once_with_its_id_and_skipped() {
+    let mut a = Agent::builder().env("PI_RPC_MAX_LINE_BYTES", "1M").spawn();
+    let mut big = String::from("{\"id\":\"shot\",\"type\":\"prompt\",\"message\":\"");
+    big.push_str(&"x".repeat(3 * 1024 * 1024));
     big.push_str("\"}");
+    let len = big.len();
     a.send_raw(&big);
+    // Without an id in its first bytes, the error has none.
+    let mut anonymous = String::from("{\"type\":\"prompt\",\"message\":\"");
+    anonymous.push_str(&"y".repeat(2 * 1024 * 1024));
+    anonymous.push_str("\",\"id\":\"late\"}");
+    a.send_raw(&anonymous);
     let r = a.request("after", json!({"type": "get_state"}));
     assert_eq!(r["success"], true);
-    assert_eq!(a.records.len(), 2, "{:?}", a.records[0]);
-    assert_eq!(a.records[0]["command"], "parse");
-    assert!(a.records[0]["error"].as_str().unwrap().contains("exceeds"));
+    assert_eq!(a.records.len(), 3, "{:?}", a.records);
+    assert_eq!(
+        a.records[0],
+        json!({"id": "shot", "type": "response", "command": "parse", "success": false,
+               "error": format!("Failed to parse command: line of {len} bytes exceeds the limit \
+                                 of 1048576 bytes (set PI_RPC_MAX_LINE_BYTES to accept longer lines)")})
+    );
+    assert_eq!(a.records[1].get("id"), None, "{}", a.records[1]);
+    assert_eq!(a.records[1]["command"], "parse");
+}
+
+#[test]
+fn a_line_far_over_the_old_8_mib_limit_is_a_command() {
+    // Regression: a prompt with a large screenshot (a 6 MB PNG is 8 MB of base64) was answered
+    // with a parse error without an id. The default limit is 128 MiB.
+    let mut a = Agent::spawn();
+    let mut big = String::from("{\"id\":\"big\",\"type\":\"get_state\",\"padding\":\"");
+    big.push_str(&"z".repeat(20 * 1024 * 1024));
+    big.push_str("\"}");
+    a.send_raw(&big);
+    let r = a.response("big");
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["command"], "get_state");
+}
+
+#[test]
+fn a_bad_line_limit_is_a_warning_and_the_default_applies() {
+    let mut a = Agent::builder()
+        .env("PI_RPC_MAX_LINE_BYTES", "lots")
+        .spawn();
+    let r = a.request("s", json!({"type": "get_state"}));
+    assert_eq!(r["success"], true);
+    a.close_stdin();
+    a.wait_exit(Duration::from_secs(10));
+    assert!(
+        a.stderr().contains(
+            "Warning: PI_RPC_MAX_LINE_BYTES=\"lots\" is not a size (bytes, or a number with K, M or G); using 128 MiB"
+        ),
+        "{}",
+        a.stderr()
+    );
 }
 
 #[test]
