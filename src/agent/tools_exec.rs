@@ -172,6 +172,13 @@ pub fn execute_tool_calls(
         }
     }
 
+    // Every `tool_execution_start` is on stdout before any tool touches the disk: a client that
+    // reads a file when it sees the event (pi-acp does, to show a write/edit as a diff) reads it
+    // as it was before the call. Waits only for lines already queued.
+    if !runnable.is_empty() {
+        rt.out.flush();
+    }
+
     enum Msg {
         Update(usize, Value),
         Done(usize, Result<ToolOutput, String>, u64),
