@@ -16,7 +16,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-/// The `pi-rpc` binary of the same profile as this example, built first if needed.
+/// The `pi-rpc` binary of the same profile as this example, built first if needed (with cargo's
+/// progress shown: a first release build links with fat LTO and takes minutes on a small
+/// machine; README says what to expect).
 fn pi_rpc_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     // target/<profile>/examples/demo → target/<profile>/pi-rpc
@@ -28,11 +30,16 @@ fn pi_rpc_binary() -> PathBuf {
     let release = profile_dir.ends_with("release");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
-    build.args(["build", "--quiet", "--bin", "pi-rpc"]);
+    build.args(["build", "--bin", "pi-rpc"]);
     if release {
         build.arg("--release");
     }
     build.current_dir(env!("CARGO_MANIFEST_DIR"));
+    eprintln!(
+        "demo: building the pi-rpc binary ({}) if it is not up to date; a first release build \
+         takes a few minutes (fat LTO)...",
+        if release { "release" } else { "debug" }
+    );
     let status = build.status().expect("run cargo build");
     assert!(status.success(), "cargo build --bin pi-rpc failed");
     profile_dir.join("pi-rpc")

@@ -372,6 +372,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    #[cfg(feature = "images")]
     #[test]
     fn file_arg_images_are_converted_but_not_resized() {
         let dir = std::env::temp_dir().join(format!("pi-rpc-print-img-{}", std::process::id()));

@@ -7,11 +7,22 @@
 //!
 //! Pure functions over bytes and values; decoding and encoding a large picture takes a
 //! hundred milliseconds or more, so callers run them off the processor thread.
+//!
+//! Decoding and resizing need the `images` cargo feature (on by default). A build without it
+//! uses `passthrough.rs`: images already in an inline format that fit the byte limit pass
+//! unchanged, the others are left out with a note that names the missing support.
 
 pub mod base64;
+#[cfg(feature = "images")]
 mod exif;
+#[cfg(feature = "images")]
 mod process;
+#[cfg(not(feature = "images"))]
+#[path = "passthrough.rs"]
+mod process;
+#[cfg(feature = "images")]
 mod resize;
+#[cfg(feature = "images")]
 mod sinf;
 
 use std::fmt;
@@ -103,6 +114,10 @@ pub enum ImageError {
     NotConvertible,
     /// Undecodable, or nothing fits under the byte limit even at 1x1.
     TooLarge,
+    /// A build without the `images` feature: a type that would need converting.
+    NoConversionInThisBuild,
+    /// A build without the `images` feature: an image over the byte limit.
+    NoResizeInThisBuild,
 }
 
 impl fmt::Display for ImageError {
@@ -113,6 +128,16 @@ impl fmt::Display for ImageError {
             }
             ImageError::TooLarge => {
                 "[Image omitted: could not be resized below the inline image size limit.]"
+            }
+            ImageError::NoConversionInThisBuild => {
+                "[Image omitted: this pi-rpc build has no image processing (built without the \
+                 `images` feature), so it cannot convert this image to a supported inline image \
+                 format (PNG, JPEG, GIF, WebP).]"
+            }
+            ImageError::NoResizeInThisBuild => {
+                "[Image omitted: this pi-rpc build has no image processing (built without the \
+                 `images` feature), so it cannot resize this image below the inline image size \
+                 limit.]"
             }
         })
     }
@@ -241,8 +266,10 @@ mod tests {
     }
 
     /// A 1x1 PNG (from pi's conformance scenario).
+    #[cfg(feature = "images")]
     const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAEElEQVR4nGP4z8AARwzEcQCukw/x0F8jngAAAABJRU5ErkJggg==";
 
+    #[cfg(feature = "images")]
     #[test]
     fn message_images_are_normalized_with_hints_in_the_text() {
         let mut m = json!({"role": "user", "content": [

@@ -723,6 +723,7 @@ mod tests {
         assert_eq!(detect_image_mime(&apng), Some("image/png"));
     }
 
+    #[cfg(feature = "images")]
     fn tiny_bmp() -> Vec<u8> {
         // 2x2, 24-bit, bottom-up: red green / blue white.
         let mut b = Vec::new();
@@ -742,6 +743,7 @@ mod tests {
         b
     }
 
+    #[cfg(feature = "images")]
     #[test]
     fn images_are_attached_with_note_and_structured_content() {
         let dir = temp_dir("image");
@@ -789,12 +791,14 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    #[cfg(feature = "images")]
     fn encode_image(img: &image::RgbImage, format: image::ImageFormat) -> Vec<u8> {
         let mut out = std::io::Cursor::new(Vec::new());
         img.write_to(&mut out, format).unwrap();
         out.into_inner()
     }
 
+    #[cfg(feature = "images")]
     #[test]
     fn big_images_are_resized_with_a_dimension_note() {
         let dir = temp_dir("big-image");
@@ -818,6 +822,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    #[cfg(feature = "images")]
     #[test]
     fn undecodable_images_become_a_note() {
         let dir = temp_dir("broken-image");

@@ -1474,6 +1474,7 @@ fn prompt_images_go_to_the_provider_or_become_a_placeholder() {
     );
 }
 
+#[cfg(feature = "images")]
 /// A `width`×`height` gradient (compresses well, so it stays PNG when resized) as PNG bytes.
 fn gradient_png(width: u32, height: u32) -> Vec<u8> {
     let img = image::RgbImage::from_fn(width, height, |x, y| {
@@ -1489,6 +1490,7 @@ fn gradient_png(width: u32, height: u32) -> Vec<u8> {
     out.into_inner()
 }
 
+#[cfg(feature = "images")]
 /// Width and height of base64 image data.
 fn image_dimensions(data: &Value) -> (u32, u32) {
     let bytes = pi_rpc::image::base64::decode(data.as_str().expect("base64 data"));
@@ -1496,6 +1498,7 @@ fn image_dimensions(data: &Value) -> (u32, u32) {
     (img.width(), img.height())
 }
 
+#[cfg(feature = "images")]
 #[test]
 fn prompt_with_a_large_png_sends_it_resized_with_a_dimension_note() {
     let mock = MockLlm::start(json!({"replies": [text_reply("Seen.")]}));
@@ -1537,6 +1540,34 @@ fn prompt_with_a_large_png_sends_it_resized_with_a_dimension_note() {
     );
 }
 
+/// The minimal build (`--no-default-features`, no image codecs): an inline-format image that
+/// fits passes unchanged; one that needs converting is left out with a note naming the
+/// missing support.
+#[cfg(not(feature = "images"))]
+#[test]
+fn without_the_images_feature_fitting_images_pass_and_others_say_why() {
+    let mock = MockLlm::start(json!({"replies": [text_reply("ok")]}));
+    let mut agent = agent_for(&mock).spawn();
+    run_command(
+        &mut agent,
+        json!({"id": "p1", "type": "prompt", "message": "two images", "images": [
+            {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
+            {"type": "image", "data": "Qk0eAAAAAAAAABoAAAAMAAAAAQABAAEAGAAAAP8A", "mimeType": "image/bmp"},
+        ]}),
+    );
+    let sent = request_messages(&mock, 0);
+    assert_eq!(
+        sent[0]["content"],
+        json!([
+            {"type": "text", "text": "two images\n\n[Image omitted: this pi-rpc build has no image \
+                processing (built without the `images` feature), so it cannot convert this image \
+                to a supported inline image format (PNG, JPEG, GIF, WebP).]"},
+            {"type":"image","source":{"type":"base64","media_type":"image/png","data":PNG_B64}}
+        ])
+    );
+}
+
+#[cfg(feature = "images")]
 #[test]
 fn prompt_images_tiny_kept_byte_identical_broken_becomes_the_omitted_note() {
     let mock = MockLlm::start(json!({"replies": [text_reply("ok")]}));
@@ -1577,6 +1608,7 @@ fn prompt_images_tiny_kept_byte_identical_broken_becomes_the_omitted_note() {
     assert_eq!(user["message"]["content"][1]["data"], PNG_B64);
 }
 
+#[cfg(feature = "images")]
 #[test]
 fn queued_images_are_normalized_at_delivery_with_the_current_models_limits() {
     let mock = MockLlm::start(json!({"replies": [text_reply("a1"), text_reply("a2")]}));
@@ -1638,6 +1670,7 @@ fn queued_images_are_normalized_at_delivery_with_the_current_models_limits() {
     );
 }
 
+#[cfg(feature = "images")]
 #[test]
 fn image_settings_auto_resize_off_and_block_images() {
     let mock = MockLlm::start(json!({"replies": [text_reply("a1"), text_reply("a2")]}));
@@ -1677,6 +1710,7 @@ fn image_settings_auto_resize_off_and_block_images() {
     );
 }
 
+#[cfg(feature = "images")]
 #[test]
 fn read_of_a_big_image_file_returns_it_resized_with_the_dimension_note() {
     let dir = TempDir::new("big-image");
@@ -1707,6 +1741,7 @@ fn read_of_a_big_image_file_returns_it_resized_with_the_dimension_note() {
     );
 }
 
+#[cfg(feature = "images")]
 #[test]
 fn read_of_an_image_follows_auto_resize_and_the_models_limits() {
     let dir = TempDir::new("image-settings");
