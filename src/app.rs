@@ -503,8 +503,7 @@ pub fn main_with(cli: Cli) -> i32 {
         return 0;
     }
     if cli.version {
-        // Bare, as pi prints its own: clients show `<name> v<version>` from it.
-        println!("{}", env!("CARGO_PKG_VERSION"));
+        println!("{}", version_line());
         return 0;
     }
     if let Some(file) = &cli.export {
@@ -530,6 +529,15 @@ pub fn main_with(cli: Cli) -> i32 {
             crate::print::run_print(startup.session, mode, &cli.messages)
         }
     }
+}
+
+/// What `--version` prints: pi-rpc's own version, then `(pi-rpc)`. Clients show it after the
+/// name they know (pi-acp: `pi v0.1.0 (pi-rpc)`). It is deliberately not a bare semver: pi-acp
+/// compares a bare one with pi's latest npm release and would tell the user to `npm i -g` pi
+/// to "update" from 0.1.0 to 1.6.0, and a client gating features on pi's version would take
+/// pi-rpc's for an old pi. Not semver, it is skipped by such checks.
+pub fn version_line() -> String {
+    format!("{} (pi-rpc)", env!("CARGO_PKG_VERSION"))
 }
 
 /// `--export <session file> [output]`: the session as HTML, then exit (pi's `exportFromFile`).

@@ -451,7 +451,7 @@ Options:
   --theme, --use-theme, --no-themes, --tui-mode
                                  Accepted for pi compatibility; pi-rpc has no terminal UI
   --help, -h                     Show this help
-  --version, -v                  Print pi-rpc's version (bare, e.g. 0.1.0)
+  --version, -v                  Print pi-rpc's version, e.g. \"0.1.0 (pi-rpc)\"
 
 Environment:
   PI_CODING_AGENT_DIR            Config directory (default: ~/.pi/agent), shared with pi
