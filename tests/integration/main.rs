@@ -15,6 +15,7 @@ mod llm_live;
 mod llm_openai_completions;
 mod llm_openai_responses;
 mod mock_llm_selftest;
+mod pi_acp;
 mod print_modes;
 mod rpc_bash;
 mod session_commands;
