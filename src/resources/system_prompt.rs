@@ -138,7 +138,17 @@ fn rules_body(tools: &[ToolDecl]) -> String {
 }
 
 fn docs_body() -> String {
-    let root = docs_root();
+    docs_body_for(docs_root())
+}
+
+fn docs_body_for(root: &str) -> String {
+    // The source tree a binary was built from is usually not where it is deployed (a static
+    // binary copied elsewhere): name paths only while they exist.
+    if !Path::new(root).join("README.md").is_file() {
+        return "pi-rpc's own documentation is its README.md, which is not installed beside this \
+                binary; say so if the user asks how pi-rpc works or is configured."
+            .to_string();
+    }
     format!(
         "pi-rpc's own documentation (only needed when the user asks about this agent itself):\n\
 - README: {root}/README.md (commands, flags, providers and models, differences from pi)\n\
@@ -285,6 +295,16 @@ pub fn system_message_for(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn docs_paths_are_named_only_while_they_exist() {
+        // Regression: a deployed binary named the build machine's checkout in its prompt.
+        assert!(docs_body_for(docs_root()).contains("/README.md (commands"));
+        let moved = docs_body_for("/nonexistent/pi-rpc-source");
+        assert!(!moved.contains("/nonexistent"), "{moved}");
+        assert!(moved.contains("not installed beside this binary"));
+    }
+
     use super::*;
 
     fn decl(name: &str) -> ToolDecl {
