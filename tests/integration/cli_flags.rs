@@ -348,7 +348,9 @@ fn unknown_options_are_refused_as_pi_refuses_them() {
 }
 
 #[test]
-fn version_is_bare_as_pi_prints_its_own() {
+fn version_names_pi_rpc_and_is_not_taken_for_an_old_pi() {
+    // Regression: pi-acp showed `pi vpi-rpc 0.1.0`; a bare `0.1.0` made it advise `npm i -g`
+    // pi to "update" to 1.6.0.
     let out = Command::new(pi_rpc_bin())
         .arg("--version")
         .output()
@@ -356,7 +358,7 @@ fn version_is_bare_as_pi_prints_its_own() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        format!("{}\n", env!("CARGO_PKG_VERSION"))
+        format!("{} (pi-rpc)\n", env!("CARGO_PKG_VERSION"))
     );
 }
 
