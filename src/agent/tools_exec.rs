@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crossbeam_channel::unbounded;
+use crossbeam_channel::bounded;
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
 use super::job::Runtime;
@@ -195,15 +196,33 @@ pub fn execute_tool_calls(
         }
     }
 
-    enum Msg {
-        Update(usize, Value),
-        Done(usize, Result<ToolOutput, String>, u64),
-    }
-    let (tx, rx) = unbounded::<Msg>();
+    // Progress is a snapshot (a tool's partial result so far), so only the latest one per call
+    // needs delivering: tool threads store it in the call's slot and wake the agent thread,
+    // which writes what the slots hold. With a stalled stdout nothing piles up (one value per
+    // call), and a tool never blocks on its progress. Each thread sends one `Done`; the done
+    // channel has room for all of them.
+    type Done = (usize, Result<ToolOutput, String>, u64);
+    let latest: Vec<Mutex<Option<Value>>> = (0..calls.len()).map(|_| Mutex::new(None)).collect();
+    let (wake_tx, wake_rx) = bounded::<()>(1);
+    let (done_tx, done_rx) = bounded::<Done>(runnable.len().max(1));
+    let emit_latest = |i: usize| {
+        // Taken out of the slot first: the lock is never held while writing.
+        let partial = latest[i].lock().take();
+        if let Some(partial) = partial {
+            rt.out.event(&Event::ToolExecutionUpdate {
+                tool_call_id: calls[i].id.clone(),
+                tool_name: calls[i].name.clone(),
+                args: calls[i].args.clone(),
+                partial_result: partial,
+            });
+        }
+    };
     std::thread::scope(|scope| {
         for (i, tool, args) in &runnable {
-            let tx = tx.clone();
-            let tx_err = tx.clone();
+            let done_tx = done_tx.clone();
+            let done_err = done_tx.clone();
+            let wake_tx = wake_tx.clone();
+            let slot = &latest[*i];
             let ctx_parts = &ctx_parts;
             let i = *i;
             let spawned = std::thread::Builder::new()
@@ -221,30 +240,28 @@ pub fn execute_tool_calls(
                         images: ctx_parts.images,
                     };
                     let start = Instant::now();
-                    let tx_up = tx.clone();
                     let result = tool.execute(args, &ctx, &mut |partial| {
-                        let _ = tx_up.send(Msg::Update(i, partial));
+                        *slot.lock() = Some(partial);
+                        let _ = wake_tx.try_send(());
                     });
-                    let _ = tx.send(Msg::Done(i, result, start.elapsed().as_millis() as u64));
+                    let _ = done_tx.send((i, result, start.elapsed().as_millis() as u64));
                 });
             if let Err(e) = spawned {
-                let _ = tx_err.send(Msg::Done(
-                    i,
-                    Err(format!("cannot start the tool thread: {e}")),
-                    0,
-                ));
+                let _ = done_err.send((i, Err(format!("cannot start the tool thread: {e}")), 0));
             }
         }
-        drop(tx);
-        for msg in rx.iter() {
-            match msg {
-                Msg::Update(i, partial) => rt.out.event(&Event::ToolExecutionUpdate {
-                    tool_call_id: calls[i].id.clone(),
-                    tool_name: calls[i].name.clone(),
-                    args: calls[i].args.clone(),
-                    partial_result: partial,
-                }),
-                Msg::Done(i, result, ms) => {
+        drop(done_tx);
+        drop(wake_tx);
+        let mut running = runnable.len();
+        while running > 0 {
+            crossbeam_channel::select! {
+                recv(wake_rx) -> _ => (0..calls.len()).for_each(emit_latest),
+                recv(done_rx) -> msg => {
+                    // Disconnected: every tool thread is gone (a panicking one sent nothing).
+                    let Ok((i, result, ms)) = msg else { break };
+                    running -= 1;
+                    // The call's last progress, if still pending, comes before its end.
+                    emit_latest(i);
                     let f = match result {
                         Ok(out) => output_finished(out, ms),
                         Err(text) => error_finished(&text, Some(ms)),
