@@ -2,12 +2,11 @@
 //! it runs after the active run (aborted by the processor first) has settled, so a session is
 //! never swapped under a running turn. No events are emitted; the response carries the result.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
 use super::job::Runtime;
-use super::state::AgentSession;
 use crate::protocol::Response;
 use crate::session::context::build_messages;
 use crate::session::SessionManager;
@@ -98,8 +97,14 @@ fn prepare(rt: &Runtime, op: SessionOp) -> Result<(SessionManager, Value), Strin
     }
 }
 
-/// Where `export_html` writes by default, relative to the process cwd.
-pub fn export_html(s: &AgentSession, output_path: Option<&str>) -> Result<String, String> {
-    let cwd: PathBuf = std::env::current_dir().unwrap_or_else(|_| s.cwd.clone());
-    crate::export::export_html(&s.session, output_path, &cwd).map_err(|e| e.to_string())
+/// `export_html` of a snapshot of the session (`SessionManager::snapshot`), so the session lock
+/// is not held while the page is rendered and written. Relative paths are relative to the
+/// process cwd (`fallback_cwd` if it cannot be read).
+pub fn export_html(
+    snapshot: &SessionManager,
+    fallback_cwd: &Path,
+    output_path: Option<&str>,
+) -> Result<String, String> {
+    let cwd: PathBuf = std::env::current_dir().unwrap_or_else(|_| fallback_cwd.to_path_buf());
+    crate::export::export_html(snapshot, output_path, &cwd).map_err(|e| e.to_string())
 }

@@ -347,27 +347,34 @@ impl Processor {
                 self.out.response(&Response::ok_raw(id, name, text));
             }
             Command::ExportHtml { output_path } => {
-                let state = Arc::clone(&self.session);
+                // Copy under the lock, render and write without it: `get_state` and `abort`
+                // never wait behind a large export.
+                let (snapshot, cwd) = {
+                    let s = self.session.lock();
+                    (s.session.snapshot(), s.cwd.clone())
+                };
                 let out = self.out.clone();
+                let thread_id = id.clone();
                 let spawned = std::thread::Builder::new()
                     .name("export-html".into())
                     .spawn(move || {
                         let result = crate::agent::session_ops::export_html(
-                            &state.lock(),
+                            &snapshot,
+                            &cwd,
                             output_path.as_deref(),
                         );
                         match result {
                             Ok(path) => out.response(&Response::ok(
-                                id,
+                                thread_id,
                                 "export_html",
                                 Some(json!({ "path": path })),
                             )),
-                            Err(e) => out.response(&Response::err(id, "export_html", e)),
+                            Err(e) => out.response(&Response::err(thread_id, "export_html", e)),
                         }
                     });
                 if let Err(e) = spawned {
                     self.out.response(&Response::err(
-                        None,
+                        id,
                         "export_html",
                         format!("cannot start the export thread: {e}"),
                     ));

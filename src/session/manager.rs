@@ -355,6 +355,24 @@ impl SessionManager {
         Ok(sm)
     }
 
+    /// A read-only copy of the tree (header, entries, labels, leaf, file path) for work that
+    /// must not hold the session lock, such as rendering `export_html`. It has no file handle:
+    /// nothing appended to the copy reaches the file. Costs one copy of the entries' text.
+    pub fn snapshot(&self) -> SessionManager {
+        SessionManager {
+            header: self.header.clone(),
+            entries: self.entries.clone(),
+            index: self.index.clone(),
+            labels: self.labels.clone(),
+            leaf: self.leaf.clone(),
+            path: self.path.clone(),
+            session_dir: self.session_dir.clone(),
+            flushed: self.flushed,
+            file: None,
+            totals: OnceLock::new(),
+        }
+    }
+
     /// `new_session`: a fresh session in the same place as this one (this session's directory,
     /// or in memory when this one is), with this session's cwd.
     pub fn new_session(&self, parent_session: Option<String>) -> SessionManager {
