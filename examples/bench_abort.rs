@@ -9,6 +9,9 @@
 //! until the `agent_settled` event and until the `abort` response. Prints median, p90 and max.
 //! Asserts nothing about time.
 
+// Tests and tools: a panic is how they report a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[allow(dead_code)]
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;

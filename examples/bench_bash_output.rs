@@ -8,6 +8,9 @@
 //! The binary is `target/release/pi-rpc` (override with `PI_RPC_BIN`). The agent dir is a fresh
 //! temp dir with `--no-session`; no LLM is involved.
 
+// Tests and tools: a panic is how they report a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "bench_support/mod.rs"]
 mod bench_support;
 

@@ -8,6 +8,9 @@
 //! within the limits (kept as it is: decode only). `--write DIR` also saves the inputs there,
 //! for feeding the same files to pi.
 
+// Tests and tools: a panic is how they report a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Cursor;
 use std::time::Instant;
 

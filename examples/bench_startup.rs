@@ -6,6 +6,9 @@
 //! The binary is `target/release/pi-rpc` (override with `PI_RPC_BIN`). Each run gets a fresh
 //! agent dir with a one-model `models.json` and `--no-session`, like an embedder's pool would.
 
+// Tests and tools: a panic is how they report a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "bench_support/mod.rs"]
 mod bench_support;
 

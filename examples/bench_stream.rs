@@ -20,6 +20,9 @@
 //! 6. The per-update usage serialization the agent does for each `message_update` (usage with
 //!    real costs to a `Value`, then a JavaScript-formatted line), with the float-formatting cost.
 
+// Tests and tools: a panic is how they report a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[allow(dead_code)]
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;

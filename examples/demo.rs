@@ -6,6 +6,9 @@
 //! The scripted model answers a prompt by writing `hello.txt` with the `write` tool, showing it
 //! with `bash`, then replying in text. Nothing leaves 127.0.0.1.
 
+// Tests and tools: a panic is how they report a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "../tests/support/mock_llm.rs"]
 #[allow(dead_code)]
 mod mock_llm;

@@ -8,6 +8,9 @@
 //! that object). Prints `MOCK_LISTENING http://127.0.0.1:PORT` once ready and serves until killed,
 //! appending each request to the log as a JSON line.
 
+// Tests and tools: a panic is how they report a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[allow(dead_code)]
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;

@@ -10,6 +10,9 @@
 //! Mangled names keep their paths; the per-build parts (the legacy `17h<hash>E` suffix and
 //! LTO's `.NNN` suffixes) become wildcards, so the script keeps matching after rebuilds.
 
+// Tests and tools: a panic is how they report a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -5,6 +5,9 @@
 //! models and providers in [`llm`], settings and discovered resources in [`resources`],
 //! the session tree in [`session`], inline image normalization in [`image`].
 
+// Unit tests may unwrap: a panic is how they fail (Cargo.toml's [lints] deny it elsewhere).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod agent;
 pub mod app;
 pub mod cancel;

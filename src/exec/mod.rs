@@ -3,6 +3,10 @@
 //! RPC `bash` command in `bash`); `groups` is the registry of live process groups, killed on
 //! shutdown; `signals` is the signal thread.
 
+// The one module where `unsafe` is allowed (Cargo.toml's [lints] deny it elsewhere): setpgid,
+// kill(2) and signal masks for child processes.
+#![allow(unsafe_code)]
+
 pub mod bash;
 pub mod groups;
 pub mod process;

@@ -1,6 +1,9 @@
 //! The one integration-test binary: every test spawns the real `pi-rpc` and talks to it over
 //! pipes. One module per area.
 
+// Tests and tools: a panic is how they report a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "../support/mod.rs"]
 mod support;
 
