@@ -1,18 +1,58 @@
 //! Classification of failed responses: retryable provider/transport errors (agent-loop.md §6)
 //! and context overflow (agent-loop.md §7.3).
 //!
-//! pi expresses both as case-insensitive JavaScript regexes. Rather than transcribing each one
-//! into ad-hoc string code (and risking a subtle difference), this file keeps pi's pattern texts
-//! verbatim and runs them with [`Pattern`], a small backtracking matcher for exactly the regex
-//! subset those patterns use: literals, `.`, `\s \S \d \w`, escaped punctuation, classes
-//! (`[a-z0-9]`, `[\d,]`, `[\w -]`), groups `(…)` / `(?:…)` with `|`, the quantifiers `? * +`,
-//! anchors `^ $`, and single-character negative lookarounds `(?<![…])` / `(?![…])` (the word
-//! guards). No regex crate is needed for that, and the inputs (error messages of at most a few
-//! kilobytes) keep backtracking cheap.
+//! pi expresses both as case-insensitive JavaScript regexes (`/…/i`, without the `u` flag). This
+//! file keeps pi's pattern texts verbatim, parses them ([`Pattern::new`]: the regex subset they
+//! use) and translates them once into the syntax of the `regex` crate, whose engines run in time
+//! linear in the text and with a stack that does not grow with it (no backtracking, no
+//! recursion). The translation keeps JavaScript's meaning, which differs from the `regex`
+//! crate's own in several places:
+//! * **`i` without `u`**: an ASCII letter matches its two ASCII cases and nothing else (Unicode
+//!   case folding would add the Kelvin sign `K` to `k` and the long `ſ` to `s`). Letters are
+//!   written out as classes (`[kK]`), no case-insensitive flag is used, and a pattern with a
+//!   non-ASCII character is refused.
+//! * **`\s` / `\S`** are JavaScript's white space and line terminators: U+FEFF is one, U+0085 is
+//!   not (Rust's Unicode `\s` says the opposite). `\d` and `\w` are ASCII; `.` is anything but
+//!   `\n`, `\r`, U+2028 and U+2029.
+//! * **UTF-16**: a JavaScript string is UTF-16, and `.`, `\S` or a negated class match one code
+//!   unit, so a character outside the BMP counts as two (`rate.?limit` does not match
+//!   `rate😀limit`). Such a character is matched as two [`STAND_IN`] characters, which every
+//!   one of those atoms matches and nothing else does, as with surrogate halves.
+//! * **Look-arounds**, which the `regex` crate lacks: pi only uses one-character guards,
+//!   `(?<![…])` at the start and `(?![…])` at the end of a pattern's alternative. There they
+//!   are equivalent to `(?:^|[^…])` and `(?:[^…]|$)`, since only whether a match exists
+//!   matters; the parser refuses a look-around anywhere else.
+//!
+//! **Bounded work.** An error text can be long: an SSE `error` event can carry megabytes, and a
+//! provider can quote a whole HTML page. Classification looks at most at the first and the last
+//! [`SCAN_WINDOW`] bytes of a text (the whole text when it is at most twice that): a pattern
+//! counts as matched when it matches inside either end, with `^` and `$` still meaning the
+//! start and the end of the whole text. That cannot change a classification in practice: what
+//! the patterns look for sits at the ends of an error text and is short. At the start, the
+//! status code and the SDK's or transport's wording (`429 …`, `OpenAI API error (413): …`,
+//! `Connection error.: …`, `terminated: …`) and the provider's JSON error object (its
+//! `message` is a sentence, a few hundred bytes at most); at the end, what is appended after a
+//! quoted body (OpenRouter's `metadata.raw`; Google's `"code":503,"status":"UNAVAILABLE"` after
+//! a text body). A keyword more than 16 KiB away from both ends is inside a body that is
+//! itself noise (a page of HTML, a stack trace), where matching it would be an accident.
+//! Without the bound, pi-rpc's earlier backtracking matcher recursed once per character and
+//! overflowed its stack on an 8 kB body, and took seconds on a 4 MiB one.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::sync::OnceLock;
 
+use regex::Regex;
+
 use super::types::{AssistantMessage, StopReason};
+
+/// How many bytes at each end of an error text classification looks at (see the module docs).
+pub const SCAN_WINDOW: usize = 16 * 1024;
+
+/// What a character outside the BMP is matched as, twice (one per UTF-16 code unit). Any
+/// character that is not ASCII, not a space and not a line terminator behaves like a surrogate
+/// half under every atom the patterns can contain; this one is a private-use code point.
+pub const STAND_IN: char = '\u{F0000}';
 
 /// pi's `NON_RETRYABLE_PROVIDER_LIMIT_ERROR_PATTERN` alternatives.
 const NON_RETRYABLE: &[&str] = &[
@@ -128,30 +168,30 @@ const NON_OVERFLOW: &[&str] = &[
 
 const CEREBRAS_BODYLESS_OVERFLOW: &str = r"^4(?:00|13)\s*(?:status code)?\s*\(no body\)";
 
+/// Each list compiled as one pattern (its entries joined by `|`, which is how pi builds the
+/// retry patterns and what testing each overflow pattern in turn amounts to).
 struct Compiled {
-    non_retryable: Vec<Pattern>,
-    retryable: Vec<Pattern>,
-    overflow: Vec<Pattern>,
-    non_overflow: Vec<Pattern>,
+    non_retryable: Pattern,
+    retryable: Pattern,
+    overflow: Pattern,
+    non_overflow: Pattern,
     cerebras: Pattern,
 }
 
 fn compiled() -> &'static Compiled {
     static C: OnceLock<Compiled> = OnceLock::new();
     C.get_or_init(|| {
-        let all = |ps: &[&str]| ps.iter().filter_map(|p| Pattern::new(p)).collect();
+        // Every pattern is in the supported subset (a unit test checks); should one not be,
+        // it matches nothing rather than taking the process down.
+        let all = |ps: &[&str]| Pattern::any(ps).unwrap_or_else(Pattern::never);
         Compiled {
             non_retryable: all(NON_RETRYABLE),
             retryable: all(RETRYABLE),
             overflow: all(OVERFLOW),
             non_overflow: all(NON_OVERFLOW),
-            cerebras: Pattern::new(CEREBRAS_BODYLESS_OVERFLOW).unwrap_or_else(Pattern::never),
+            cerebras: all(&[CEREBRAS_BODYLESS_OVERFLOW]),
         }
     })
-}
-
-fn any_match(patterns: &[Pattern], hay: &Haystack) -> bool {
-    patterns.iter().any(|p| p.is_match_in(hay))
 }
 
 /// Whether an error text looks like a transient provider or transport failure (pi's
@@ -159,8 +199,7 @@ fn any_match(patterns: &[Pattern], hay: &Haystack) -> bool {
 /// patterns).
 pub fn is_retryable_text(error_message: &str) -> bool {
     let c = compiled();
-    let hay = Haystack::new(error_message);
-    !any_match(&c.non_retryable, &hay) && any_match(&c.retryable, &hay)
+    !c.non_retryable.is_match(error_message) && c.retryable.is_match(error_message)
 }
 
 /// Whether a failed response should be retried by the agent loop (agent-loop.md §6):
@@ -183,32 +222,38 @@ pub fn is_retryable(msg: &AssistantMessage, context_window: u64) -> bool {
 /// pi's `isContextOverflow` (agent-loop.md §7.3). `context_window` 0 disables the
 /// usage-based checks.
 pub fn is_context_overflow(msg: &AssistantMessage, context_window: u64) -> bool {
-    if msg.stop_reason == StopReason::Error {
-        if let Some(err) = msg.error_message.as_deref().filter(|e| !e.is_empty()) {
-            let c = compiled();
-            let hay = Haystack::new(err);
-            if !any_match(&c.non_overflow, &hay) {
-                if any_match(&c.overflow, &hay) {
-                    return true;
-                }
-                if msg.provider == "cerebras" && c.cerebras.is_match_in(&hay) {
-                    return true;
-                }
-            }
-        }
+    is_overflow_error(msg) || is_overflow_by_usage(msg, context_window)
+}
+
+/// The error-text half of [`is_context_overflow`]: `stopReason:"error"` with an `errorMessage`
+/// that matches an overflow pattern (or Cerebras' bodyless 400/413) and no non-overflow
+/// pattern. This is the part that scans text; callers that hold a lock compute it first.
+pub fn is_overflow_error(msg: &AssistantMessage) -> bool {
+    if msg.stop_reason != StopReason::Error {
+        return false;
     }
+    let Some(err) = msg.error_message.as_deref().filter(|e| !e.is_empty()) else {
+        return false;
+    };
+    let c = compiled();
+    if c.non_overflow.is_match(err) {
+        return false;
+    }
+    c.overflow.is_match(err) || (msg.provider == "cerebras" && c.cerebras.is_match(err))
+}
+
+/// The usage half of [`is_context_overflow`] (cheap): a successful response whose input
+/// exceeds the window, or a `length` stop with no output and a full window. `context_window`
+/// 0 disables both.
+pub fn is_overflow_by_usage(msg: &AssistantMessage, context_window: u64) -> bool {
     let input = msg.usage.input + msg.usage.cache_read;
     if context_window > 0 && msg.stop_reason == StopReason::Stop && input > context_window {
         return true;
     }
-    if context_window > 0
+    context_window > 0
         && msg.stop_reason == StopReason::Length
         && msg.usage.output == 0
         && (input as f64) >= context_window as f64 * 0.99
-    {
-        return true;
-    }
-    false
 }
 
 /// pi's `isRecoverableLength`: a `length` stop below the intended output limit.
@@ -219,70 +264,26 @@ pub fn is_recoverable_length(msg: &AssistantMessage, desired_max_output: u64) ->
 }
 
 // ---------------------------------------------------------------------------------------------
-// The matcher
+// The patterns
 
-/// A text prepared for case-insensitive matching: lowercased characters.
-pub struct Haystack {
-    chars: Vec<char>,
-}
-
-impl Haystack {
-    pub fn new(text: &str) -> Haystack {
-        Haystack {
-            chars: text.chars().map(fold).collect(),
-        }
-    }
-}
-
-/// Simple case folding (what JavaScript's `i` flag does for these patterns).
-fn fold(c: char) -> char {
-    if c.is_ascii() {
-        c.to_ascii_lowercase()
-    } else {
-        c.to_lowercase().next().unwrap_or(c)
-    }
-}
+/// JavaScript's `\s`: WhiteSpace (TAB, VT, FF, U+FEFF and the `Zs` spaces) and LineTerminator
+/// (LF, CR, U+2028, U+2029), as `regex` class items.
+const JS_SPACE: &str = r"\x{9}-\x{D}\x{20}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+/// The characters JavaScript's `.` does not match, as `regex` class items.
+const JS_LINE_TERMINATORS: &str = r"\x{A}\x{D}\x{2028}\x{2029}";
+/// A class that matches nothing.
+const NEVER: &str = r"[^\x{0}-\x{10FFFF}]";
 
 #[derive(Clone, Debug)]
 enum ClassItem {
+    /// An ASCII character (either case of a letter).
     Char(char),
+    /// An ASCII range (with the other case of the letters in it).
     Range(char, char),
     Digit,
     Word,
     Space,
     NotSpace,
-}
-
-impl ClassItem {
-    fn matches(&self, c: char) -> bool {
-        match self {
-            ClassItem::Char(x) => *x == c,
-            ClassItem::Range(a, b) => *a <= c && c <= *b,
-            ClassItem::Digit => c.is_ascii_digit(),
-            ClassItem::Word => c.is_ascii_alphanumeric() || c == '_',
-            ClassItem::Space => is_js_space(c),
-            ClassItem::NotSpace => !is_js_space(c),
-        }
-    }
-}
-
-fn is_js_space(c: char) -> bool {
-    matches!(
-        c,
-        ' ' | '\t'
-            | '\n'
-            | '\r'
-            | '\u{0b}'
-            | '\u{0c}'
-            | '\u{a0}'
-            | '\u{feff}'
-            | '\u{2028}'
-            | '\u{2029}'
-    ) || c.is_whitespace()
-}
-
-fn is_line_terminator(c: char) -> bool {
-    matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}')
 }
 
 #[derive(Clone, Debug)]
@@ -296,9 +297,9 @@ enum Atom {
     Group(Vec<Vec<Item>>),
     Start,
     End,
-    /// `(?<![…])`: the previous character does not match the class.
+    /// `(?<![…])` at the start of a top-level alternative: the previous character does not match.
     NotBehind(Box<Atom>),
-    /// `(?![…])`: the next character does not match the class.
+    /// `(?![…])` at the end of a top-level alternative: the next character does not match.
     NotAhead(Box<Atom>),
 }
 
@@ -309,22 +310,50 @@ struct Item {
     max: usize,
 }
 
-/// A compiled case-insensitive pattern of the supported regex subset.
+/// Which part of a text a translation searches: `^` and `$` keep meaning the start and the
+/// end of the whole text, so they cannot match at the cut edge of a part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    Whole = 0,
+    /// The first bytes: `$` cannot match.
+    Head = 1,
+    /// The last bytes: `^` cannot match.
+    Tail = 2,
+}
+
+/// A compiled case-insensitive JavaScript pattern of the supported subset.
 #[derive(Clone, Debug)]
 pub struct Pattern {
     alts: Vec<Vec<Item>>,
+    /// The translations, by [`Part`]; head and tail ones are compiled when first needed.
+    regexes: [OnceLock<Option<Regex>>; 3],
 }
 
 impl Pattern {
-    /// Compiles `src`; `None` for syntax outside the supported subset.
+    /// Compiles one JavaScript pattern; `None` for syntax outside the supported subset.
     pub fn new(src: &str) -> Option<Pattern> {
-        let chars: Vec<char> = src.chars().collect();
-        let mut p = Parser { s: &chars, i: 0 };
-        let alts = p.alternation()?;
-        if p.i != chars.len() {
-            return None;
+        Pattern::any(&[src])
+    }
+
+    /// Compiles several patterns as one (joined by `|`); `None` if one of them is outside the
+    /// supported subset.
+    pub fn any(srcs: &[&str]) -> Option<Pattern> {
+        let mut alts = Vec::new();
+        for src in srcs {
+            let chars: Vec<char> = src.chars().collect();
+            let mut p = Parser { s: &chars, i: 0 };
+            let mut parsed = p.alternation()?;
+            if p.i != chars.len() || !parsed.iter().all(|seq| lookarounds_at_edges(seq)) {
+                return None;
+            }
+            alts.append(&mut parsed);
         }
-        Some(Pattern { alts })
+        let pattern = Pattern {
+            alts,
+            regexes: Default::default(),
+        };
+        pattern.regex(Part::Whole)?;
+        Some(pattern)
     }
 
     /// A pattern that matches nothing.
@@ -338,74 +367,228 @@ impl Pattern {
                 min: 1,
                 max: 1,
             }]],
+            regexes: Default::default(),
         }
     }
 
-    /// Whether the pattern matches anywhere in `text` (case-insensitively).
+    /// Whether the pattern matches in `text` as JavaScript's `test` would, looking at most at
+    /// the first and the last [`SCAN_WINDOW`] bytes (see the module docs).
     pub fn is_match(&self, text: &str) -> bool {
-        self.is_match_in(&Haystack::new(text))
+        if text.len() <= 2 * SCAN_WINDOW {
+            return self.search(Part::Whole, text);
+        }
+        let head_end = floor_char_boundary(text, SCAN_WINDOW);
+        let tail_start = ceil_char_boundary(text, text.len() - SCAN_WINDOW);
+        self.search(Part::Head, &text[..head_end]) || self.search(Part::Tail, &text[tail_start..])
     }
 
-    pub fn is_match_in(&self, hay: &Haystack) -> bool {
-        let h = &hay.chars;
-        (0..=h.len()).any(|start| {
-            self.alts
-                .iter()
-                .any(|seq| match_seq(seq, h, start, &mut |_| true))
+    fn search(&self, part: Part, text: &str) -> bool {
+        self.regex(part)
+            .is_some_and(|re| re.is_match(&utf16_units(text)))
+    }
+
+    fn regex(&self, part: Part) -> Option<&Regex> {
+        self.regexes[part as usize]
+            .get_or_init(|| Regex::new(&translate(&self.alts, part)).ok())
+            .as_ref()
+    }
+}
+
+/// Look-arounds only as the first (`(?<!…)`) or last (`(?!…)`) item of a top-level
+/// alternative, and not inside groups: where the translation to consuming groups is exact.
+fn lookarounds_at_edges(seq: &[Item]) -> bool {
+    fn none_inside(alts: &[Vec<Item>]) -> bool {
+        alts.iter().flatten().all(|item| match &item.atom {
+            Atom::NotBehind(_) | Atom::NotAhead(_) => false,
+            Atom::Group(inner) => none_inside(inner),
+            _ => true,
         })
     }
+    let last = seq.len().saturating_sub(1);
+    seq.iter().enumerate().all(|(i, item)| match &item.atom {
+        Atom::NotBehind(_) => i == 0,
+        Atom::NotAhead(_) => i == last,
+        Atom::Group(inner) => none_inside(inner),
+        _ => true,
+    })
 }
 
-fn match_seq(seq: &[Item], h: &[char], pos: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
-    match seq.split_first() {
-        None => k(pos),
-        Some((item, rest)) => match_item(item, 0, h, pos, &mut |p| match_seq(rest, h, p, k)),
+/// `text` as JavaScript sees it, one character per UTF-16 code unit: each character outside
+/// the BMP becomes two [`STAND_IN`]s. Borrowed when there is none (no 4-byte UTF-8 sequence).
+fn utf16_units(text: &str) -> Cow<'_, str> {
+    if !text.bytes().any(|b| b >= 0xF0) {
+        return Cow::Borrowed(text);
     }
-}
-
-/// Greedy repetition with backtracking.
-fn match_item(
-    item: &Item,
-    count: usize,
-    h: &[char],
-    pos: usize,
-    k: &mut dyn FnMut(usize) -> bool,
-) -> bool {
-    if count < item.max {
-        let more = match_atom(&item.atom, h, pos, &mut |p| {
-            // An empty iteration makes no progress: stop repeating and go on.
-            if p == pos {
-                return count + 1 >= item.min && k(p);
-            }
-            match_item(item, count + 1, h, p, k)
-        });
-        if more {
-            return true;
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if u32::from(c) > 0xFFFF {
+            out.push(STAND_IN);
+            out.push(STAND_IN);
+        } else {
+            out.push(c);
         }
     }
-    count >= item.min && k(pos)
+    Cow::Owned(out)
 }
 
-fn match_atom(atom: &Atom, h: &[char], pos: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
-    match atom {
-        Atom::Any => pos < h.len() && !is_line_terminator(h[pos]) && k(pos + 1),
-        Atom::Class { .. } => pos < h.len() && char_matches(atom, h[pos]) && k(pos + 1),
-        Atom::Group(alts) => alts.iter().any(|seq| match_seq(seq, h, pos, k)),
-        Atom::Start => pos == 0 && k(pos),
-        Atom::End => pos == h.len() && k(pos),
-        Atom::NotBehind(a) => !(pos > 0 && char_matches(a, h[pos - 1])) && k(pos),
-        Atom::NotAhead(a) => !(pos < h.len() && char_matches(a, h[pos])) && k(pos),
+/// The largest char boundary at or before `i`.
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The smallest char boundary at or after `i`.
+fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+// ---------------------------------------------------------------------------------------------
+// Translation into the `regex` crate's syntax (no flags; every character written as `\x{…}`)
+
+fn translate(alts: &[Vec<Item>], part: Part) -> String {
+    let mut out = String::new();
+    write_alts(alts, part, &mut out);
+    out
+}
+
+fn write_alts(alts: &[Vec<Item>], part: Part, out: &mut String) {
+    for (i, seq) in alts.iter().enumerate() {
+        if i > 0 {
+            out.push('|');
+        }
+        for item in seq {
+            write_atom(&item.atom, part, out);
+            out.push_str(match (item.min, item.max) {
+                (0, 1) => "?",
+                (0, _) => "*",
+                (1, 1) => "",
+                _ => "+",
+            });
+        }
     }
 }
 
-/// Whether a single-character atom matches `c`.
-fn char_matches(atom: &Atom, c: char) -> bool {
+fn write_atom(atom: &Atom, part: Part, out: &mut String) {
+    let start = if part == Part::Tail { NEVER } else { r"\A" };
+    let end = if part == Part::Head { NEVER } else { r"\z" };
     match atom {
-        Atom::Any => !is_line_terminator(c),
-        Atom::Class { items, negated } => items.iter().any(|i| i.matches(c)) != *negated,
-        _ => false,
+        Atom::Any | Atom::Class { .. } => write_class(atom, false, out),
+        Atom::Group(alts) => {
+            out.push_str("(?:");
+            write_alts(alts, part, out);
+            out.push(')');
+        }
+        Atom::Start => out.push_str(start),
+        Atom::End => out.push_str(end),
+        Atom::NotBehind(inner) => {
+            let _ = write!(out, "(?:{start}|");
+            write_class(inner, true, out);
+            out.push(')');
+        }
+        Atom::NotAhead(inner) => {
+            out.push_str("(?:");
+            write_class(inner, true, out);
+            let _ = write!(out, "|{end})");
+        }
     }
 }
+
+/// A one-character atom as a `regex` class; `invert` writes its complement.
+fn write_class(atom: &Atom, invert: bool, out: &mut String) {
+    let (items, negated): (&[ClassItem], bool) = match atom {
+        Atom::Any => {
+            let _ = write!(
+                out,
+                "[{}{JS_LINE_TERMINATORS}]",
+                if invert { "" } else { "^" }
+            );
+            return;
+        }
+        Atom::Class { items, negated } => (items, *negated),
+        _ => {
+            out.push_str(NEVER);
+            return;
+        }
+    };
+    let negated = negated != invert;
+    if items.is_empty() {
+        // `[]` matches nothing, `[^]` anything.
+        out.push_str(if negated {
+            r"[\x{0}-\x{10FFFF}]"
+        } else {
+            NEVER
+        });
+        return;
+    }
+    out.push('[');
+    if negated {
+        out.push('^');
+    }
+    for item in items {
+        match *item {
+            ClassItem::Char(c) => {
+                push_hex(out, c);
+                if let Some(other) = other_case(c) {
+                    push_hex(out, other);
+                }
+            }
+            ClassItem::Range(lo, hi) => {
+                push_range(out, lo, hi);
+                // The other case of the letters in the range.
+                for (a, z, shift) in [('a', 'z', -32i32), ('A', 'Z', 32)] {
+                    let (l, h) = (lo.max(a), hi.min(z));
+                    if l <= h {
+                        push_range(out, shifted(l, shift), shifted(h, shift));
+                    }
+                }
+            }
+            ClassItem::Digit => push_range(out, '0', '9'),
+            ClassItem::Word => {
+                push_range(out, '0', '9');
+                push_range(out, 'A', 'Z');
+                push_hex(out, '_');
+                push_range(out, 'a', 'z');
+            }
+            ClassItem::Space => out.push_str(JS_SPACE),
+            ClassItem::NotSpace => {
+                let _ = write!(out, "[^{JS_SPACE}]");
+            }
+        }
+    }
+    out.push(']');
+}
+
+fn other_case(c: char) -> Option<char> {
+    if c.is_ascii_lowercase() {
+        Some(c.to_ascii_uppercase())
+    } else if c.is_ascii_uppercase() {
+        Some(c.to_ascii_lowercase())
+    } else {
+        None
+    }
+}
+
+fn shifted(c: char, by: i32) -> char {
+    char::from_u32((c as i32 + by) as u32).unwrap_or(c)
+}
+
+fn push_hex(out: &mut String, c: char) {
+    let _ = write!(out, r"\x{{{:X}}}", u32::from(c));
+}
+
+fn push_range(out: &mut String, lo: char, hi: char) {
+    push_hex(out, lo);
+    out.push('-');
+    push_hex(out, hi);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parser
 
 struct Parser<'a> {
     s: &'a [char],
@@ -495,7 +678,9 @@ impl Parser<'_> {
                     Atom::NotAhead(Box::new(inner))
                 } else {
                     // `(?:…)` and capturing `(…)` match the same way here.
-                    self.eat_str("?:");
+                    if !self.eat_str("?:") && self.peek() == Some('?') {
+                        return None;
+                    }
                     let alts = self.alternation()?;
                     if !self.eat(')') {
                         return None;
@@ -506,20 +691,20 @@ impl Parser<'_> {
             '\\' => {
                 let e = self.peek()?;
                 self.i += 1;
-                match escape_item(e)? {
-                    ClassItem::Char(ch) => literal(ch),
-                    item => Atom::Class {
-                        items: vec![item],
-                        negated: false,
-                    },
+                Atom::Class {
+                    items: vec![escape_item(e)?],
+                    negated: false,
                 }
             }
             ')' | '|' | '?' | '*' | '+' | '{' | '}' | ']' => return None,
-            other => literal(other),
+            other => Atom::Class {
+                items: vec![ascii(other)?],
+                negated: false,
+            },
         })
     }
 
-    /// The content of a lookaround: one class, escape or literal character.
+    /// The content of a look-around: one class, escape or literal character.
     fn single_char_atom(&mut self) -> Option<Atom> {
         let a = self.atom()?;
         match a {
@@ -542,7 +727,7 @@ impl Parser<'_> {
                 self.i += 1;
                 escape_item(e)?
             } else {
-                ClassItem::Char(fold(c))
+                ascii(c)?
             };
             // A range `a-z` (a `-` before `]` is literal).
             if let ClassItem::Char(lo) = first {
@@ -550,11 +735,7 @@ impl Parser<'_> {
                     self.i += 1;
                     let hi = self.peek()?;
                     self.i += 1;
-                    if hi == '\\' {
-                        return None;
-                    }
-                    let hi = fold(hi);
-                    if hi < lo {
+                    if hi == '\\' || !hi.is_ascii() || hi < lo {
                         return None;
                     }
                     items.push(ClassItem::Range(lo, hi));
@@ -567,11 +748,10 @@ impl Parser<'_> {
     }
 }
 
-fn literal(c: char) -> Atom {
-    Atom::Class {
-        items: vec![ClassItem::Char(fold(c))],
-        negated: false,
-    }
+/// A literal character: only ASCII ones are supported (case-insensitive matching of other
+/// characters follows rules this file does not implement).
+fn ascii(c: char) -> Option<ClassItem> {
+    c.is_ascii().then_some(ClassItem::Char(c))
 }
 
 fn escape_item(e: char) -> Option<ClassItem> {
@@ -584,7 +764,7 @@ fn escape_item(e: char) -> Option<ClassItem> {
         't' => ClassItem::Char('\t'),
         'r' => ClassItem::Char('\r'),
         c if c.is_ascii_alphanumeric() => return None,
-        c => ClassItem::Char(fold(c)),
+        c => ascii(c)?,
     })
 }
 
@@ -611,11 +791,20 @@ mod tests {
             .chain(NON_OVERFLOW)
             .chain([&CEREBRAS_BODYLESS_OVERFLOW])
         {
-            assert!(Pattern::new(p).is_some(), "pattern {p:?}");
+            let pattern = Pattern::new(p);
+            assert!(pattern.is_some(), "pattern {p:?}");
+            // Each translation compiles (the head and tail ones are otherwise only built for
+            // long texts).
+            for part in [Part::Whole, Part::Head, Part::Tail] {
+                assert!(
+                    pattern.as_ref().unwrap().regex(part).is_some(),
+                    "{p:?} {part:?}"
+                );
+            }
         }
-        let c = compiled();
-        assert_eq!(c.retryable.len(), RETRYABLE.len());
-        assert_eq!(c.overflow.len(), OVERFLOW.len());
+        for list in [NON_RETRYABLE, RETRYABLE, OVERFLOW, NON_OVERFLOW] {
+            assert!(Pattern::any(list).is_some());
+        }
     }
 
     #[test]
@@ -677,6 +866,142 @@ mod tests {
         assert!(p.is_match("connect ECONNREFUSED 127.0.0.1:9"));
         assert!(!p.is_match("MY_ECONNRESET"));
         assert!(!p.is_match("EPIPEX"));
+    }
+
+    /// Classifies `text` on a thread with a small stack, as a check that the work does not
+    /// recurse per character (the old matcher overflowed the agent thread's stack).
+    fn classify_on_small_stack(text: String) -> (bool, bool) {
+        std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn(move || {
+                let m = err(&text);
+                (is_retryable_text(&text), is_overflow_error(&m))
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    #[test]
+    fn long_error_body_crash_is_gone() {
+        // issue 17 §1: a 400 with 8,000 × `a` (anthropic's "<status> <body>"), a 503 whose body
+        // starts with `request to xxxx…`, an SSE `error` event with 8.8 kB of plain text, and a
+        // 4 MiB body.
+        let a400 = format!("400 {}", "a".repeat(8000));
+        assert_eq!(classify_on_small_stack(a400), (false, false));
+        let r503 = format!("503 request to {}", "x".repeat(6200));
+        assert_eq!(classify_on_small_stack(r503), (true, false));
+        let sse = format!("request to {} failed, reason: socket", "x".repeat(8800));
+        assert_eq!(classify_on_small_stack(sse), (true, false));
+        let huge = format!("500 {}", "a ".repeat(2 << 20));
+        assert_eq!(classify_on_small_stack(huge), (true, false));
+        let overflow = format!("{} prompt is too long", "z".repeat(4 << 20));
+        assert_eq!(classify_on_small_stack(overflow), (false, true));
+    }
+
+    /// Where JavaScript's `/…/i` and the `regex` crate's defaults part ways (each expectation
+    /// checked against pi 1.6.0's own patterns in Node).
+    #[test]
+    fn javascript_semantics_are_kept() {
+        let cases: &[(&str, bool, bool)] = &[
+            // `i` without `u`: ASCII case pairs only (no Kelvin sign, no long s).
+            ("socket hang up", true, false),
+            ("SOCKET HANG UP", true, false),
+            ("\u{17f}ocket hang up", false, false),
+            ("token limit exceeded", false, true),
+            ("to\u{212a}en limit exceeded", false, false),
+            ("\u{212a}overloaded", true, false),
+            // `\s`: U+FEFF and U+3000 are spaces, U+0085 and U+180E are not.
+            ("{\"code\"\u{85}:1308} overloaded", true, false),
+            ("{\"code\"\u{feff}:1308} overloaded", false, false),
+            ("{\"code\"\u{3000}:\u{a0}1308} overloaded", false, false),
+            ("413\u{feff}", false, true),
+            ("413\u{85}", false, false),
+            ("413\u{180e}", false, false),
+            // `.` stops at every line terminator.
+            ("rate\nlimit", false, false),
+            ("rate\u{2028}limit", false, false),
+            // UTF-16: `.?` cannot take a character outside the BMP (two code units); `.*` and
+            // `\S+` can.
+            ("rate\u{1f600}limit", false, false),
+            ("rate\u{e9}limit", true, false),
+            (
+                "input token count \u{1f600}\u{1f600} exceeds the maximum",
+                false,
+                true,
+            ),
+            ("request to \u{1f600} failed, reason:", true, false),
+            // The word guards: ASCII classes, case-insensitive; `_` only guards the errno codes.
+            ("\u{130}503", true, false),
+            ("_429", true, false),
+            ("429_", true, false),
+            ("A429", false, false),
+            ("a429", false, false),
+            ("4290", false, false),
+            ("ECONNRESET_", false, false),
+            ("_ECONNRESET", false, false),
+            ("\u{e9}ECONNRESET", true, false),
+            ("EPIPE\u{1f600}", true, false),
+            ("\"code\":1308\u{1f600} overloaded", false, false),
+        ];
+        for &(text, retryable, overflow) in cases {
+            assert_eq!(is_retryable_text(text), retryable, "retryable {text:?}");
+            assert_eq!(is_overflow_error(&err(text)), overflow, "overflow {text:?}");
+        }
+    }
+
+    #[test]
+    fn long_texts_are_matched_at_both_ends() {
+        let filler = "x".repeat(3 * SCAN_WINDOW);
+        // The status code at the start; Google's code and status after a quoted text body.
+        assert!(is_retryable_text(&format!("503 {filler}")));
+        assert!(is_retryable_text(&format!(
+            r#"{{"error":{{"message":"{filler}","code":503,"status":"UNAVAILABLE"}}}}"#
+        )));
+        // Deeper than the window from both ends: not looked at (see the module docs).
+        assert!(!is_retryable_text(&format!("{filler} 503 {filler}")));
+        // `^` and `$` keep meaning the ends of the whole text.
+        assert!(is_overflow_error(&err(&format!("413 {filler}"))));
+        assert!(!is_overflow_error(&err(&format!("{filler} 413"))));
+        assert!(!is_overflow_error(&err(&format!("413{filler}"))));
+        // A guard at the cut edge of the head sees no "end of text" there: `1308` followed by
+        // `0` just past the head is not the limit code.
+        let key = r#""code":1308"#;
+        let text = format!(
+            "overloaded {}{key}0{filler}",
+            "y".repeat(SCAN_WINDOW - key.len() - "overloaded ".len())
+        );
+        assert_eq!(text.find(key).map(|i| i + key.len()), Some(SCAN_WINDOW));
+        assert!(is_retryable_text(&text));
+        // At the true end it is.
+        assert!(!is_retryable_text(&format!("overloaded {filler}{key}")));
+        // Cuts fall on character boundaries.
+        let wide = "é".repeat(2 * SCAN_WINDOW);
+        assert!(is_retryable_text(&format!("{wide}\u{1f600}timeout")));
+        assert!(is_retryable_text(&format!("timeout{wide}")));
+    }
+
+    #[test]
+    fn unsupported_syntax_is_refused() {
+        for p in [
+            "a{2}",
+            "(a",
+            "^*",
+            "a(?<![b])c",
+            "(?:(?![a]))b",
+            "(?=a)",
+            "(?<=a)",
+            "\u{e9}",
+            "[a-\u{e9}]",
+            "[z-a]",
+            r"\b",
+            r"\1",
+        ] {
+            assert!(Pattern::new(p).is_none(), "{p:?}");
+        }
+        // A character class that matches nothing, and one that matches anything.
+        assert!(!Pattern::new("a[]").unwrap().is_match("ab"));
+        assert!(Pattern::new("a[^]").unwrap().is_match("a\n"));
     }
 
     #[test]
