@@ -142,28 +142,51 @@ impl HttpResponse {
         self.content_type.as_deref()
     }
 
-    /// Reads the rest of the body as text (invalid UTF-8 replaced), up to `limit` bytes.
-    pub fn read_text(&mut self, limit: usize) -> io::Result<String> {
+    /// Reads the rest of the body as text, at most `limit` bytes of it: reading stops there
+    /// (the rest is never read; the connection is then not reused). Invalid UTF-8 is replaced,
+    /// except a character cut in two by the limit, which is dropped.
+    pub fn read_text(&mut self, limit: usize) -> io::Result<CappedText> {
         let mut buf = Vec::new();
         let mut chunk = [0u8; 8192];
+        let mut cut = false;
         loop {
-            let n = self.read(&mut chunk)?;
+            // Never more than one byte past the limit: enough to know the body goes on.
+            let want = (limit - buf.len()).saturating_add(1).min(chunk.len());
+            let n = self.read(&mut chunk[..want])?;
             if n == 0 {
                 break;
             }
-            let room = limit.saturating_sub(buf.len());
+            let room = limit - buf.len();
             buf.extend_from_slice(&chunk[..n.min(room)]);
-            if buf.len() >= limit {
+            if n > room {
+                cut = true;
                 // Do not reuse a connection whose body was not drained.
                 self.failed = true;
                 break;
             }
         }
-        Ok(match String::from_utf8(buf) {
+        let text = match String::from_utf8(buf) {
             Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        })
+            Err(e) => {
+                let utf8 = e.utf8_error();
+                let mut bytes = e.into_bytes();
+                if cut && utf8.error_len().is_none() {
+                    // Only the last character is incomplete: the limit cut it.
+                    bytes.truncate(utf8.valid_up_to());
+                }
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+        };
+        Ok(CappedText { text, cut })
     }
+}
+
+/// A response body read up to a limit ([`HttpResponse::read_text`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CappedText {
+    pub text: String,
+    /// The body went on past the limit; the rest was not read.
+    pub cut: bool,
 }
 
 impl Read for HttpResponse {
@@ -546,7 +569,42 @@ mod tests {
         assert_eq!(r.status(), 429);
         assert!(!r.is_success());
         assert_eq!(r.content_type(), Some("application/json"));
-        assert_eq!(r.read_text(1 << 20).unwrap(), "{\"e\":\"rl\"}\n");
+        assert_eq!(
+            r.read_text(1 << 20).unwrap(),
+            CappedText {
+                text: "{\"e\":\"rl\"}\n".into(),
+                cut: false
+            }
+        );
+    }
+
+    #[test]
+    fn error_bodies_are_read_up_to_the_limit() {
+        // Exactly at the limit: complete.
+        let url = serve_once(
+            b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 4\r\nconnection: close\r\n\r\nabcd",
+        );
+        let mut r = post(request(url), &CancelToken::new()).unwrap();
+        assert_eq!(
+            r.read_text(4).unwrap(),
+            CappedText {
+                text: "abcd".into(),
+                cut: false
+            }
+        );
+        // One byte more: cut, and a character split by the limit is dropped whole.
+        let url = serve_once(
+            "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 6\r\nconnection: close\r\n\r\nabc\u{e9}d"
+                .as_bytes(),
+        );
+        let mut r = post(request(url), &CancelToken::new()).unwrap();
+        assert_eq!(
+            r.read_text(4).unwrap(),
+            CappedText {
+                text: "abc".into(),
+                cut: true
+            }
+        );
     }
 
     #[test]

@@ -11,10 +11,18 @@ use super::stream::{Failure, Output};
 use super::thinking::ThinkingLevel;
 use crate::cancel::CancelToken;
 
+/// The most of a non-success response body pi-rpc reads and keeps, in bytes. pi reads a whole
+/// error body into the error message; a server can send megabytes there (a proxy's HTML page,
+/// a quoted request), which pi-rpc would then carry through every event, the session file and
+/// each retry. 64 KiB keeps any real provider error whole (they are JSON objects of a few
+/// hundred bytes) and is cheap to read, format, classify and store.
+pub const ERROR_BODY_CAP: usize = 64 * 1024;
+
 /// Marks the request as sent and POSTs it. A success status returns the response whose body
 /// is the event stream; a transport abort is [`Failure::Aborted`]; a non-success status reads
-/// up to `error_body_limit` bytes of the body and becomes [`Failure::Error`] with the text
-/// `error_message(status, content_type, body)` formats (each API words it differently).
+/// at most [`ERROR_BODY_CAP`] bytes of the body and becomes [`Failure::Error`] with the text
+/// `error_message(status, content_type, body)` formats (each API words it differently); a
+/// body cut at the cap ends with `… [error body cut at 65536 bytes]`.
 ///
 /// The caller checks the cancel token before calling (where it does so decides which
 /// [`AbortTexts`](super::stream::AbortTexts) entry an early abort gets).
@@ -22,7 +30,6 @@ pub fn post_streaming(
     request: HttpRequest,
     cancel: &CancelToken,
     out: &mut Output<'_>,
-    error_body_limit: usize,
     error_message: impl FnOnce(u16, Option<&str>, &str) -> String,
 ) -> Result<HttpResponse, Failure> {
     out.mark_sent();
@@ -33,9 +40,13 @@ pub fn post_streaming(
     if !response.is_success() {
         let status = response.status();
         let content_type = response.content_type().map(str::to_owned);
-        let text = response
-            .read_text(error_body_limit)
+        let body = response
+            .read_text(ERROR_BODY_CAP)
             .map_err(|e| read_failure(&e, cancel))?;
+        let mut text = body.text;
+        if body.cut {
+            text.push_str(&format!("… [error body cut at {ERROR_BODY_CAP} bytes]"));
+        }
         return Err(Failure::Error(error_message(
             status,
             content_type.as_deref(),

@@ -33,8 +33,6 @@ pub use self::request::{build_request, normalize_tool_call_id, BuiltRequest};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const ANTHROPIC_VERSION: &str = "2023-06-01";
-/// How much of a non-success response body is read for the error message.
-const ERROR_BODY_LIMIT: usize = 4 << 20;
 const FINE_GRAINED_TOOL_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
 const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 const CLAUDE_CODE_VERSION: &str = "2.1.322";
@@ -130,7 +128,7 @@ fn run(
     }
     let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
     let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
-    let resp = post_streaming(request, cancel, out, ERROR_BODY_LIMIT, |status, _, text| {
+    let resp = post_streaming(request, cancel, out, |status, _, text| {
         sdk_status_message(status, parse_error_body(text).as_ref(), Some(text))
     })?;
     let mut state = StreamState::new(model, req.oauth, &ctx.tools);

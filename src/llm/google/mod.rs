@@ -38,8 +38,6 @@ pub use self::request::{
     thinking_config, uses_thinking_level,
 };
 
-/// Largest error body read from a failed response.
-const ERROR_BODY_LIMIT: usize = 1 << 20;
 /// The stream ended without a `finishReason`.
 pub const NO_FINISH_REASON: &str = "Google stream ended without a finish reason";
 
@@ -139,7 +137,7 @@ fn run(
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);
     }
-    let response = post_streaming(request, cancel, out, ERROR_BODY_LIMIT, http_error_message)?;
+    let response = post_streaming(request, cancel, out, http_error_message)?;
     out.start();
     let mut state = GoogleStream::new();
     for event in SseParser::new(BufReader::new(response)) {

@@ -39,8 +39,6 @@ const ABORT_TEXTS: AbortTexts = AbortTexts {
 
 /// The largest error body quoted in an error message (pi's `MAX_PROVIDER_ERROR_BODY_CHARS`).
 const MAX_ERROR_BODY_CHARS: usize = 4000;
-/// How much of a non-success response body is read for the error message.
-const ERROR_BODY_LIMIT: usize = 4 << 20;
 
 /// Where the thinking level goes in the request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -307,7 +305,7 @@ fn run(
     }
     let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
     let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
-    let resp = post_streaming(request, cancel, out, ERROR_BODY_LIMIT, |status, _, text| {
+    let resp = post_streaming(request, cancel, out, |status, _, text| {
         http_error_message(status, text)
     })?;
     out.start();

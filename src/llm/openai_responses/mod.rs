@@ -43,8 +43,6 @@ const MIN_OUTPUT_TOKENS: u64 = 16;
 const TOOL_CALL_ID_PROVIDERS: &[&str] = &["openai", "openai-codex", "opencode"];
 /// `prompt_cache_key` is cut to this many characters.
 const PROMPT_CACHE_KEY_MAX_CHARS: usize = 64;
-/// Largest error body read from a failed response.
-const ERROR_BODY_LIMIT: usize = 1 << 20;
 
 /// The stream ended without `response.completed` / `response.incomplete` / `response.failed`
 /// (pi 1.6.0's text; providers.md §4 names it "ended without a stop reason", which pi only
@@ -245,7 +243,7 @@ fn run(
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);
     }
-    let response = post_streaming(request, cancel, out, ERROR_BODY_LIMIT, |status, _, text| {
+    let response = post_streaming(request, cancel, out, |status, _, text| {
         http_error_message(model, status, text)
     })?;
     out.start();
