@@ -505,11 +505,20 @@ fn will_retry(
     if cancel.is_cancelled() || a.stop_reason != StopReason::Error {
         return false;
     }
-    let s = rt.state.lock();
-    s.auto_retry
-        && retry.attempt < s.settings.retry().max_retries
-        && is_retryable(a, s.model.context_window)
-        && !is_context_overflow(a, s.model.context_window)
+    let (enabled, max_retries, window) = {
+        let s = rt.state.lock();
+        (
+            s.auto_retry,
+            s.settings.retry().max_retries,
+            s.model.context_window,
+        )
+    };
+    // The text scans run after the lock is released: the processor answers `get_state` from
+    // the same state meanwhile.
+    enabled
+        && retry.attempt < max_retries
+        && is_retryable(a, window)
+        && !is_context_overflow(a, window)
 }
 
 /// One assistant response: `message_start`, `message_update`s, `message_end`.

@@ -12,7 +12,7 @@ use super::summarize::{RetryEvent, Summarizer, SummaryError};
 use super::tokens::{assistant_entry, context_tokens, latest_compaction};
 use crate::agent::job::Runtime;
 use crate::cancel::CancelToken;
-use crate::llm::errors::{is_context_overflow, is_recoverable_length};
+use crate::llm::errors::{is_overflow_by_usage, is_overflow_error, is_recoverable_length};
 use crate::llm::types::{AssistantMessage, CacheRetention, StopReason, StreamOptions};
 use crate::llm::ThinkingLevel;
 use crate::protocol::event::CompactionReason;
@@ -345,6 +345,9 @@ fn decide(
     entry_id: Option<&str>,
     skip_aborted: bool,
 ) -> Decision {
+    // The error-text scan runs before the lock: the processor answers `get_state` from the same
+    // state meanwhile.
+    let overflow_text = is_overflow_error(msg);
     let s = rt.state.lock();
     if !s.auto_compaction || s.model.is_placeholder() {
         return Decision::None;
@@ -393,10 +396,10 @@ fn decide(
         || (!after.iter().any(|e| e.kind() == "compaction")
             && !latest_edit.is_some_and(|e| matches!(e.get("replacement"), Some(Value::Null))));
     let usage_matches_projection = assistant_projected && !post_edit;
-    let explicit_overflow = msg.stop_reason == StopReason::Error && is_context_overflow(msg, 0);
+    // `is_context_overflow(msg, window)`, with its text half computed above.
     let overflow = same_model
-        && ((explicit_overflow && retained)
-            || (usage_matches_projection && is_context_overflow(msg, window)));
+        && ((overflow_text && retained)
+            || (usage_matches_projection && (overflow_text || is_overflow_by_usage(msg, window))));
     let recoverable_length =
         same_model && assistant_projected && is_recoverable_length(msg, s.model.max_tokens);
     if overflow || recoverable_length {
