@@ -10,6 +10,7 @@ mod support;
 mod agent_loop;
 mod cli_flags;
 mod compaction;
+mod error_bodies;
 mod export_html;
 mod foundation;
 mod llm_anthropic;
