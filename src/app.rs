@@ -20,6 +20,8 @@ use crate::session::SessionManager;
 
 /// How many parsed command lines may wait for the processor.
 const INPUT_CAPACITY: usize = 256;
+/// How long a closed stdout waits for a session-file append in progress before exiting.
+const STDOUT_CLOSED_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A start-up failure: printed on stderr, exit code 1.
 #[derive(Debug)]
@@ -342,9 +344,19 @@ pub fn shutdown(code: i32) -> ! {
 
 /// Runs RPC mode until stdin ends; returns the exit code.
 pub fn run_rpc(session: AgentSession) -> i32 {
-    let stdout = std::io::stdout();
-    let (out, writer_handle) = writer::spawn(stdout, Box::new(|| shutdown(0)));
     let session = Arc::new(Mutex::new(session));
+    // A fatal stdout write error (EPIPE: the host closed its end) exits with code 1
+    // (rpc-protocol.md §1). Session entries are appended while the state lock is held, so
+    // taking it first means no line is half-written when the process ends; the wait is bounded
+    // in case a holder is itself blocked on the output channel that will no longer drain.
+    let on_stdout_closed = {
+        let session = Arc::clone(&session);
+        move || {
+            let _guard = session.try_lock_for(STDOUT_CLOSED_LOCK_WAIT);
+            shutdown(1)
+        }
+    };
+    let (out, writer_handle) = writer::spawn(std::io::stdout(), Box::new(on_stdout_closed));
 
     if let Err(e) = crate::exec::signals::spawn(|code| shutdown(code)) {
         eprintln!("pi-rpc: cannot install signal handlers: {e}");

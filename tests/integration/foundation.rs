@@ -629,8 +629,10 @@ fn help_and_version_print_to_stdout() {
     }
 }
 
+/// issue 17 §7: a closed stdout ended the process with code 0; rpc-protocol.md §1 says a fatal
+/// stdout write error exits with code 1.
 #[test]
-fn closed_stdout_ends_the_process_quietly() {
+fn closed_stdout_ends_the_process_quietly_with_exit_code_1() {
     use std::process::{Command, Stdio};
     let root = crate::support::TempDir::new("epipe");
     let mut child = Command::new(crate::support::outside::pi_rpc_bin())
@@ -656,7 +658,7 @@ fn closed_stdout_ends_the_process_quietly() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(out.status.code(), Some(1), "{:?}", out.status);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
 }
