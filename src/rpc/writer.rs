@@ -1,11 +1,14 @@
 //! The writer thread owns fd 1. Producers (processor, agent, bash threads) send serialized lines
 //! over a bounded channel; when the host reads slowly the channel fills and producers block, which
-//! is the backpressure that keeps memory bounded. A closed stdout ends the process quietly.
+//! is the backpressure that keeps memory bounded. A closed stdout (or any other fatal write
+//! error) ends the process quietly through the caller's `on_closed` (RPC mode exits with code 1,
+//! rpc-protocol.md §1); `EAGAIN` and `ENOBUFS` are not fatal: the write is retried every 10 ms.
 
 use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
@@ -13,6 +16,9 @@ use crate::protocol::{framing, Event, Response};
 
 /// How many serialized lines may wait for stdout before producers block.
 pub const OUTPUT_CAPACITY: usize = 1024;
+
+/// How often a write that failed with `EAGAIN` / `ENOBUFS` is retried (pi's interval).
+const RETRY_EVERY: Duration = Duration::from_millis(10);
 
 enum OutMsg {
     Line(String),
@@ -117,8 +123,39 @@ pub fn spawn<W: Write + Send + 'static>(sink: W, on_closed: OnClosed) -> (Output
     )
 }
 
+/// A sink whose `EAGAIN` (a non-blocking stdout with a full pipe) and `ENOBUFS` failures are
+/// waited out: the write is retried every [`RETRY_EVERY`], as pi does. Everything else is
+/// passed through, so it reaches the writer loop as fatal.
+struct Patient<W>(W);
+
+impl<W> Patient<W> {
+    fn retry<T>(&mut self, mut op: impl FnMut(&mut W) -> std::io::Result<T>) -> std::io::Result<T> {
+        loop {
+            match op(&mut self.0) {
+                Err(e)
+                    if e.kind() == ErrorKind::WouldBlock
+                        || e.raw_os_error() == Some(libc::ENOBUFS) =>
+                {
+                    std::thread::sleep(RETRY_EVERY)
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+impl<W: Write> Write for Patient<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.retry(|w| w.write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.retry(|w| w.flush())
+    }
+}
+
 fn writer_loop<W: Write>(sink: W, rx: Receiver<OutMsg>, on_closed: OnClosed) {
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, sink);
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, Patient(sink));
     let mut pending_flushes: Vec<Sender<()>> = Vec::new();
     let mut failed = false;
     while let Ok(first) = rx.recv() {
@@ -208,6 +245,52 @@ mod tests {
             text,
             "{\"type\":\"agent_start\"}\n{\"type\":\"response\",\"command\":\"abort\",\"success\":true}\n"
         );
+    }
+
+    /// Fails every other call with `err`, accepting at most 3 bytes per write otherwise.
+    struct Flaky {
+        buf: Buf,
+        err: fn() -> std::io::Error,
+        calls: usize,
+    }
+    impl Write for Flaky {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.calls += 1;
+            if self.calls % 2 == 1 {
+                return Err((self.err)());
+            }
+            let n = b.len().min(3);
+            self.buf.write(&b[..n])
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn eagain_and_enobufs_are_retried_not_fatal() {
+        let errors: [fn() -> std::io::Error; 2] = [
+            || std::io::Error::from(ErrorKind::WouldBlock),
+            || std::io::Error::from_raw_os_error(libc::ENOBUFS),
+        ];
+        for err in errors {
+            let buf = Buf::default();
+            let sink = Flaky {
+                buf: buf.clone(),
+                err,
+                calls: 0,
+            };
+            let closed = Arc::new(AtomicBool::new(false));
+            let flag = Arc::clone(&closed);
+            let (out, handle) = spawn(sink, Box::new(move || flag.store(true, Ordering::SeqCst)));
+            out.event(&Event::AgentStart);
+            out.flush();
+            drop(out);
+            handle.join().unwrap();
+            assert!(!closed.load(Ordering::SeqCst));
+            let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+            assert_eq!(text, "{\"type\":\"agent_start\"}\n");
+        }
     }
 
     #[test]
