@@ -33,6 +33,26 @@ use crate::llm::types::{ContentBlock, LlmMessage};
 
 pub use process::process_image;
 
+/// The part before `;`, trimmed and lower-cased.
+pub(crate) fn base_mime_type(mime: &str) -> String {
+    mime.split(';')
+        .next()
+        .unwrap_or(mime)
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The inline types providers accept, under their canonical names.
+pub(crate) fn supported_mime_type(mime: &str) -> Option<&'static str> {
+    match base_mime_type(mime).as_str() {
+        "image/png" => Some("image/png"),
+        "image/jpeg" | "image/jpg" => Some("image/jpeg"),
+        "image/gif" => Some("image/gif"),
+        "image/webp" => Some("image/webp"),
+        _ => None,
+    }
+}
+
 /// Default `maxBytes`: 4.5 MiB of base64, below Anthropic's 5 MB limit.
 pub const DEFAULT_MAX_BYTES: f64 = 4.5 * 1024.0 * 1024.0;
 

@@ -3,24 +3,7 @@
 //! limit passes unchanged (its pixel size is not checked); any other image is left out with a
 //! note that says why, so the model and the user learn that this build cannot process it.
 
-use super::{base64, ImageError, ImageOptions, ProcessedImage};
-
-/// The inline types providers accept, under their canonical names (as with `images`).
-fn supported_mime_type(mime: &str) -> Option<&'static str> {
-    let base = mime
-        .split(';')
-        .next()
-        .unwrap_or(mime)
-        .trim()
-        .to_ascii_lowercase();
-    match base.as_str() {
-        "image/png" => Some("image/png"),
-        "image/jpeg" | "image/jpg" => Some("image/jpeg"),
-        "image/gif" => Some("image/gif"),
-        "image/webp" => Some("image/webp"),
-        _ => None,
-    }
-}
+use super::{base64, supported_mime_type, ImageError, ImageOptions, ProcessedImage};
 
 /// Passes an inline-format image that fits, or says why it cannot.
 pub fn process_image(

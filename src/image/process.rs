@@ -2,27 +2,9 @@
 //! provider takes inline to PNG), then fit the image inside the limits when auto-resize is on.
 
 use super::resize::{decode_oriented, dimension_note, encode_png, resize_image};
-use super::{base64, ImageError, ImageOptions, ProcessedImage};
-
-/// The part before `;`, trimmed and lower-cased.
-fn base_mime_type(mime: &str) -> String {
-    mime.split(';')
-        .next()
-        .unwrap_or(mime)
-        .trim()
-        .to_ascii_lowercase()
-}
-
-/// The inline types providers accept, under their canonical names.
-fn supported_mime_type(mime: &str) -> Option<&'static str> {
-    match base_mime_type(mime).as_str() {
-        "image/png" => Some("image/png"),
-        "image/jpeg" | "image/jpg" => Some("image/jpeg"),
-        "image/gif" => Some("image/gif"),
-        "image/webp" => Some("image/webp"),
-        _ => None,
-    }
-}
+use super::{
+    base64, base_mime_type, supported_mime_type, ImageError, ImageOptions, ProcessedImage,
+};
 
 /// Bytes under a supported MIME type, and the base type they were converted from.
 struct Normalized<'a> {
