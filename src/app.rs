@@ -71,19 +71,6 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
 
     // Extensions load before flags are matched against theirs (pi's order). pi-rpc cannot run
     // extensions yet, so a configured one stops start-up as pi's load failures do.
-    let packages = settings
-        .get(&["packages"])
-        .and_then(serde_json::Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|p| {
-                    p.as_str()
-                        .or_else(|| p.get("source").and_then(|s| s.as_str()))
-                })
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
     crate::extensions::load(&crate::extensions::DiscoveryOptions {
         cli_paths: &cli.extension,
         no_extensions: cli.no_extensions,
@@ -91,7 +78,7 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         cwd: &cwd,
         agent_dir: &agent_dir,
         settings_paths: settings.extension_paths(),
-        packages,
+        packages: settings.package_sources(),
     })
     .map_err(|f| StartupError(f.stderr_lines().join("\n")))?;
     if let Some(e) = cli.unknown_flags_error() {

@@ -17,9 +17,6 @@ use crate::protocol::Event;
 use crate::tools::{Tool, ToolContext, ToolOutput};
 use crate::util::now_ms;
 
-/// Built-in tools that change files a client may be showing (pi-acp diffs them).
-const FILE_CHANGING_TOOLS: [&str; 2] = ["write", "edit"];
-
 /// How long a batch with a file-changing call waits after its `tool_execution_start` events
 /// reached stdout, so that a client reading the file on that event reads it unchanged.
 const FILE_CHANGE_GRACE: std::time::Duration = std::time::Duration::from_millis(10);
@@ -188,10 +185,7 @@ pub fn execute_tool_calls(
         // Flushing is not enough for a client that reads the file asynchronously after parsing
         // the line (pi-acp: measured 108-120 of 120 writes shown as diffs under load, 120/120
         // with this pause). pi itself takes 9-11 ms from the event to the write.
-        if runnable
-            .iter()
-            .any(|(_, tool, _)| FILE_CHANGING_TOOLS.contains(&tool.name()))
-        {
+        if runnable.iter().any(|(_, tool, _)| tool.changes_files()) {
             std::thread::sleep(FILE_CHANGE_GRACE);
         }
     }

@@ -515,6 +515,21 @@ impl Settings {
         )
     }
 
+    /// The `packages` setting's sources (a string, or an object's `source`), as written.
+    pub fn package_sources(&self) -> Vec<String> {
+        let Some(Value::Array(entries)) = self.get(&["packages"]) else {
+            return Vec::new();
+        };
+        entries
+            .iter()
+            .filter_map(|p| {
+                p.as_str()
+                    .or_else(|| p.get("source").and_then(Value::as_str))
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
     fn resource_paths(&self, key: &str) -> Vec<String> {
         let mut out = Vec::new();
         let layers = [

@@ -139,6 +139,10 @@ impl Tool for EditTool {
         true
     }
 
+    fn changes_files(&self) -> bool {
+        true
+    }
+
     fn execute(
         &self,
         args: &Value,

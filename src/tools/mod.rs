@@ -95,6 +95,12 @@ pub trait Tool: Send + Sync {
     fn rewrites_arguments(&self) -> bool {
         false
     }
+    /// Whether the tool changes files a client may be showing. The agent loop then waits a
+    /// moment after announcing the call, so a client that reads the file on
+    /// `tool_execution_start` (to show a diff) reads it unchanged.
+    fn changes_files(&self) -> bool {
+        false
+    }
     /// Runs the tool. `on_update` receives cumulative partial results (`partialResult`).
     fn execute(
         &self,

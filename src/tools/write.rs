@@ -49,6 +49,10 @@ impl Tool for WriteTool {
         "write"
     }
 
+    fn changes_files(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> String {
         "Create a file or replace an existing file's entire contents. Missing parent directories \
          are created automatically."
