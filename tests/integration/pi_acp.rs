@@ -371,6 +371,17 @@ fn running(on: bool) -> Value {
     json!({"sessionUpdate": "session_info_update", "_meta": {"piAcp": {"queueDepth": 0, "running": on}}})
 }
 
+/// What the editor sees of a turn that only answers in text: busy, the text, the context
+/// usage, idle.
+fn text_turn(text: &str, used: u64) -> Vec<Value> {
+    vec![
+        running(true),
+        agent_text(text),
+        usage(used, 200_000),
+        running(false),
+    ]
+}
+
 fn agent_text(text: &str) -> Value {
     json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
 }
@@ -617,28 +628,12 @@ fn pi_acp_an_editor_cancels_a_reply_that_stalls() {
     assert_eq!(result, json!({"stopReason": "cancelled"}));
     // The context estimate: the last finished reply's 15 tokens, plus the prompt and the
     // cancelled partial answer (a quarter token per character, rounded up: 5 + 8).
-    assert_eq!(
-        updates,
-        vec![
-            running(true),
-            agent_text("Partial answer before the stall"),
-            usage(28, 200_000),
-            running(false),
-        ]
-    );
+    assert_eq!(updates, text_turn("Partial answer before the stall", 28));
 
     // The session goes on.
     let (updates, result) = editor.prompt("Are you there?");
     assert_eq!(result, json!({"stopReason": "end_turn"}));
-    assert_eq!(
-        updates,
-        vec![
-            running(true),
-            agent_text("After the cancel."),
-            usage(15, 200_000),
-            running(false),
-        ]
-    );
+    assert_eq!(updates, text_turn("After the cancel.", 15));
     assert_eq!(mock.requests().len(), 3);
 }
 
@@ -802,15 +797,7 @@ fn pi_acp_an_editor_reopens_a_conversation_pi_wrote() {
     // its last entry, every line pi wrote left as it was.
     let (updates, result) = editor.prompt("Still there?");
     assert_eq!(result, json!({"stopReason": "end_turn"}));
-    assert_eq!(
-        updates,
-        vec![
-            running(true),
-            agent_text("Still there: remember the milk."),
-            usage(15, 200_000),
-            running(false),
-        ]
-    );
+    assert_eq!(updates, text_turn("Still there: remember the milk.", 15));
     let request = mock.wait_requests(1, LONG);
     assert_eq!(
         strip_cache(&request[0]["body"]["messages"]),
