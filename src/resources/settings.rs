@@ -494,24 +494,9 @@ impl Settings {
     /// the global file (resolved against the agent dir), kept apart because extension discovery
     /// puts `<cwd>/.pi/extensions/` between them (`extensions.md` §A2).
     pub fn extension_paths(&self) -> (Vec<String>, Vec<String>) {
-        let layer = |map: &Map<String, Value>, base: Option<&Path>| -> Vec<String> {
-            let Some(Value::Array(entries)) = map.get("extensions") else {
-                return Vec::new();
-            };
-            entries
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::trim)
-                .filter(|e| !e.is_empty() && !e.starts_with(['!', '+', '-']))
-                .map(|e| match base {
-                    Some(base) => resolve_path(base, e).to_string_lossy().into_owned(),
-                    None => e.to_string(),
-                })
-                .collect()
-        };
         (
-            layer(&self.project, self.project_base.as_deref()),
-            layer(&self.global, self.global_base.as_deref()),
+            layer_paths(&self.project, self.project_base.as_deref(), "extensions"),
+            layer_paths(&self.global, self.global_base.as_deref(), "extensions"),
         )
     }
 
@@ -531,27 +516,10 @@ impl Settings {
     }
 
     fn resource_paths(&self, key: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        let layers = [
-            (&self.project, self.project_base.as_deref()),
-            (&self.global, self.global_base.as_deref()),
-        ];
-        for (layer, base) in layers {
-            let Some(Value::Array(entries)) = layer.get(key) else {
-                continue;
-            };
-            for entry in entries.iter().filter_map(Value::as_str) {
-                let entry = entry.trim();
-                if entry.is_empty() || entry.starts_with(['!', '+', '-']) {
-                    continue;
-                }
-                let resolved = match base {
-                    Some(base) => resolve_path(base, entry).to_string_lossy().into_owned(),
-                    None => entry.to_string(),
-                };
-                if !out.contains(&resolved) {
-                    out.push(resolved);
-                }
+        let mut out = layer_paths(&self.project, self.project_base.as_deref(), key);
+        for p in layer_paths(&self.global, self.global_base.as_deref(), key) {
+            if !out.contains(&p) {
+                out.push(p);
             }
         }
         out
@@ -650,6 +618,29 @@ fn migrate(m: &mut Map<String, Value>) {
 
 /// Deep merge: `overrides` wins key by key, objects merge recursively, everything else (arrays
 /// included) is replaced. `defaultTools` made only of `+x`/`-x` modifiers is appended instead.
+/// One settings file's resource paths under `key`: trimmed, filter entries (`!x`, `+x`, `-x`)
+/// and empty ones left out, resolved against `base` (tilde, then relative) when the file was
+/// loaded from disk, without duplicates.
+fn layer_paths(layer: &Map<String, Value>, base: Option<&Path>, key: &str) -> Vec<String> {
+    let Some(Value::Array(entries)) = layer.get(key) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for entry in entries.iter().filter_map(Value::as_str).map(str::trim) {
+        if entry.is_empty() || entry.starts_with(['!', '+', '-']) {
+            continue;
+        }
+        let resolved = match base {
+            Some(base) => resolve_path(base, entry).to_string_lossy().into_owned(),
+            None => entry.to_string(),
+        };
+        if !out.contains(&resolved) {
+            out.push(resolved);
+        }
+    }
+    out
+}
+
 fn merge_settings(base: &Map<String, Value>, overrides: &Map<String, Value>) -> Map<String, Value> {
     let mut merged = merge_objects(base, overrides);
     if let (Some(Value::Array(b)), Some(Value::Array(o))) =
