@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use parking_lot::Mutex;
 
+use crate::agent::state::Resources;
 use crate::agent::{AgentSession, StartupSelection};
 use crate::cli::{Cli, Mode};
 use crate::llm::{ModelRegistry, ThinkingLevel};
@@ -202,7 +203,7 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
     if no_model {
         eprintln!(
             "Warning: No models available. {}",
-            crate::rpc::processor::login_help()
+            crate::agent::prompting::login_help()
         );
     }
 
@@ -212,16 +213,18 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         settings,
         registry,
         manager,
-        skills,
-        prompts,
+        Resources {
+            skills,
+            prompts,
+            tools,
+            prompt,
+        },
         StartupSelection {
             cli_model,
             cli_thinking,
             scoped,
         },
         session_dir,
-        tools,
-        prompt,
     );
     if let Some(loaded) = startup_manager {
         session.replace_session(loaded);
@@ -323,12 +326,6 @@ fn session_dir(cli: &Cli, settings: &Settings, agent_dir: &Path, cwd: &Path) -> 
     Some(explicit_session_dir(cli, settings).unwrap_or_else(|| default_session_dir(agent_dir, cwd)))
 }
 
-/// Ends the process after killing child process groups.
-pub fn shutdown(code: i32) -> ! {
-    crate::exec::groups::kill_all();
-    std::process::exit(code)
-}
-
 /// Runs RPC mode until stdin ends; returns the exit code.
 pub fn run_rpc(session: AgentSession) -> i32 {
     let session = Arc::new(Mutex::new(session));
@@ -340,16 +337,16 @@ pub fn run_rpc(session: AgentSession) -> i32 {
         let session = Arc::clone(&session);
         move || {
             let _guard = session.try_lock_for(STDOUT_CLOSED_LOCK_WAIT);
-            shutdown(1)
+            crate::exit::shutdown(1)
         }
     };
     let (out, writer_handle) = writer::spawn(std::io::stdout(), Box::new(on_stdout_closed));
 
-    if let Err(e) = crate::exec::signals::spawn(|code| shutdown(code)) {
+    if let Err(e) = crate::exec::signals::spawn(|code| crate::exit::shutdown(code)) {
         eprintln!("pi-rpc: cannot install signal handlers: {e}");
     }
 
-    let runtime = crate::agent::job::Runtime {
+    let runtime = crate::agent::runtime::Runtime {
         state: Arc::clone(&session),
         out: out.clone(),
     };
@@ -393,7 +390,7 @@ pub fn run_rpc(session: AgentSession) -> i32 {
     // Orderly shutdown: nothing more is written (as pi), whatever runs is aborted, children
     // are killed, and the agent thread finishes (the session file gets the aborted messages).
     out.mute();
-    let cancel = session.lock().run.cancel.clone();
+    let cancel = session.lock().life.run_cancel();
     cancel.cancel();
     crate::exec::groups::kill_all();
     let _ = agent_tx.send(crate::agent::job::AgentJob::Shutdown);
@@ -431,7 +428,7 @@ fn list_models(search: &str) -> i32 {
     if models.is_empty() {
         println!(
             "No models available. {}",
-            crate::rpc::processor::login_help()
+            crate::agent::prompting::login_help()
         );
         return 0;
     }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::agent::control::RunControl;
-use crate::agent::job::{user_message, Runtime};
+use crate::agent::runtime::Runtime;
+use crate::agent::state::PromptStart;
 use crate::agent::AgentSession;
 use crate::cli::Mode;
 use crate::protocol::ImageContent;
@@ -147,27 +147,18 @@ pub fn build_prompts(
     prompts
 }
 
-/// Prompt preflight (`agent-loop.md` §2): expansion, then model and credentials. On success the
-/// run is marked active and the user message returned.
+/// Prompt preflight: the same checks as RPC `prompt` ([`AgentSession::begin_prompt`]). On
+/// success the run is marked active and the user message returned.
 fn preflight(state: &Mutex<AgentSession>, prompt: &PrintPrompt) -> Result<Value, String> {
-    let mut s = state.lock();
-    let text = crate::rpc::processor::expand_text(&s, &prompt.text);
-    if s.model.is_placeholder() {
-        return Err(format!(
-            "No API key found for the selected model.\n\n{}",
-            crate::rpc::processor::login_help()
-        ));
+    match state
+        .lock()
+        .begin_prompt(&prompt.text, prompt.images.clone(), None)
+    {
+        PromptStart::Run(user_message) => Ok(user_message),
+        PromptStart::Rejected(error) => Err(error),
+        // Print mode runs its prompts one after another: none is active at a preflight.
+        PromptStart::Queued(_) => Err("Agent is already processing.".into()),
     }
-    if !s.registry.has_credentials(&s.model.provider) {
-        return Err(format!(
-            "No API key found for {}.\n\n{}",
-            s.model.provider,
-            crate::rpc::processor::login_help()
-        ));
-    }
-    s.is_streaming = true;
-    s.run = RunControl::default();
-    Ok(user_message(&text, &prompt.images))
 }
 
 /// What text mode reports for the final message of the context.
@@ -238,11 +229,11 @@ pub fn run_print(session: AgentSession, mode: Mode, positional: &[String]) -> i3
     // json: events go through the writer thread, the only code touching stdout. text: events
     // are discarded; the final text is written here once everything has stopped.
     let (out, writer_handle) = if json {
-        writer::spawn(std::io::stdout(), Box::new(|| crate::app::shutdown(1)))
+        writer::spawn(std::io::stdout(), Box::new(|| crate::exit::shutdown(1)))
     } else {
         writer::spawn(std::io::sink(), Box::new(|| {}))
     };
-    if let Err(e) = crate::exec::signals::spawn(|code| crate::app::shutdown(code)) {
+    if let Err(e) = crate::exec::signals::spawn(|code| crate::exit::shutdown(code)) {
         eprintln!("pi-rpc: cannot install signal handlers: {e}");
     }
     if json {

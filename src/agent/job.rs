@@ -1,23 +1,19 @@
 //! The agent thread: it receives session-level runs from the processor and runs them one at a
 //! time (`run::run_session`).
 
-use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Sender};
-use parking_lot::Mutex;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::state::AgentSession;
-use crate::rpc::Output;
-use crate::util::now_ms;
+use super::runtime::{PromptReply, Runtime};
 
 /// Work for the agent thread.
 pub enum AgentJob {
     /// Start a session-level run with these initial messages (a user prompt).
     Run {
         /// Set for an RPC `prompt`: the agent thread writes its `started` response.
-        reply: Option<super::run::PromptReply>,
+        reply: Option<PromptReply>,
         user_message: Value,
     },
     /// Replace the session (after the active run, which the processor aborted, has settled).
@@ -36,17 +32,10 @@ pub enum AgentJob {
     Shutdown,
 }
 
-/// The agent thread's handles.
-#[derive(Clone)]
-pub struct Runtime {
-    pub state: Arc<Mutex<AgentSession>>,
-    pub out: Output,
-}
-
 /// Starts the agent thread.
 pub fn spawn(
     rt: Runtime,
-    runner: fn(&Runtime, Option<super::run::PromptReply>, Value),
+    runner: fn(&Runtime, Option<PromptReply>, Value),
 ) -> std::io::Result<(Sender<AgentJob>, JoinHandle<()>)> {
     let (tx, rx) = bounded::<AgentJob>(16);
     let handle = std::thread::Builder::new()
@@ -63,19 +52,10 @@ pub fn spawn(
                         id,
                         custom_instructions,
                         cancel,
-                    } => crate::compaction::runner::manual(&rt, id, custom_instructions, cancel),
+                    } => super::compaction::manual(&rt, id, custom_instructions, cancel),
                     AgentJob::Shutdown => break,
                 }
             }
         })?;
     Ok((tx, handle))
-}
-
-/// A user message for a prompt: `[{"type":"text","text"}, ...images]`.
-pub fn user_message(text: &str, images: &[crate::protocol::ImageContent]) -> Value {
-    let mut content = vec![json!({"type": "text", "text": text})];
-    for i in images {
-        content.push(json!({"type": "image", "data": i.data, "mimeType": i.mime_type}));
-    }
-    json!({"role": "user", "content": content, "timestamp": now_ms()})
 }

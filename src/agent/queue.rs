@@ -17,24 +17,86 @@ pub struct QueuedMessage {
 impl QueuedMessage {
     /// The user message delivered for it: `{"role":"user","content":[text, ...images],"timestamp"}`.
     pub fn to_user_message(&self) -> Value {
-        let mut content = vec![serde_json::json!({"type": "text", "text": self.text})];
-        for img in &self.images {
-            content.push(
-                serde_json::json!({"type": "image", "data": img.data, "mimeType": img.mime_type}),
-            );
-        }
-        serde_json::json!({"role": "user", "content": content, "timestamp": self.timestamp})
+        crate::protocol::message::user_message(&self.text, &self.images, self.timestamp)
     }
+}
+
+/// Which queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueKind {
+    /// Delivered at the next delivery point inside the run (`steer`).
+    Steering,
+    /// Delivered when the run would otherwise end (`follow_up`).
+    FollowUp,
 }
 
 /// Both queues and their delivery modes.
 #[derive(Debug, Default)]
 pub struct Queues {
-    pub steering: Vec<QueuedMessage>,
-    pub follow_up: Vec<QueuedMessage>,
+    steering: Vec<QueuedMessage>,
+    follow_up: Vec<QueuedMessage>,
+    pub steering_mode: QueueMode,
+    pub follow_up_mode: QueueMode,
 }
 
 impl Queues {
+    pub fn new(steering_mode: QueueMode, follow_up_mode: QueueMode) -> Queues {
+        Queues {
+            steering_mode,
+            follow_up_mode,
+            ..Queues::default()
+        }
+    }
+
+    fn queue(&mut self, kind: QueueKind) -> &mut Vec<QueuedMessage> {
+        match kind {
+            QueueKind::Steering => &mut self.steering,
+            QueueKind::FollowUp => &mut self.follow_up,
+        }
+    }
+
+    pub fn mode(&self, kind: QueueKind) -> QueueMode {
+        match kind {
+            QueueKind::Steering => self.steering_mode,
+            QueueKind::FollowUp => self.follow_up_mode,
+        }
+    }
+
+    pub fn set_mode(&mut self, kind: QueueKind, mode: QueueMode) {
+        match kind {
+            QueueKind::Steering => self.steering_mode = mode,
+            QueueKind::FollowUp => self.follow_up_mode = mode,
+        }
+    }
+
+    pub fn push(&mut self, kind: QueueKind, message: QueuedMessage) {
+        self.queue(kind).push(message);
+    }
+
+    /// Takes the oldest message of `kind`.
+    pub fn pop_front(&mut self, kind: QueueKind) -> Option<QueuedMessage> {
+        let q = self.queue(kind);
+        (!q.is_empty()).then(|| q.remove(0))
+    }
+
+    /// How many messages of `kind` one delivery point takes under its mode.
+    pub fn delivery_count(&self, kind: QueueKind) -> usize {
+        let len = match kind {
+            QueueKind::Steering => self.steering.len(),
+            QueueKind::FollowUp => self.follow_up.len(),
+        };
+        match self.mode(kind) {
+            QueueMode::All => len,
+            QueueMode::OneAtATime => len.min(1),
+        }
+    }
+
+    /// Empties both queues (the modes stay).
+    pub fn clear(&mut self) {
+        self.steering.clear();
+        self.follow_up.clear();
+    }
+
     pub fn steering_texts(&self) -> Vec<String> {
         self.steering.iter().map(|m| m.text.clone()).collect()
     }
@@ -49,20 +111,6 @@ impl Queues {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Takes what one delivery point delivers from `queue` under `mode`.
-    pub fn drain(queue: &mut Vec<QueuedMessage>, mode: QueueMode) -> Vec<QueuedMessage> {
-        match mode {
-            QueueMode::All => std::mem::take(queue),
-            QueueMode::OneAtATime => {
-                if queue.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![queue.remove(0)]
-                }
-            }
-        }
     }
 }
 
@@ -79,10 +127,20 @@ mod tests {
     }
 
     #[test]
-    fn drain_modes() {
-        let mut q = vec![m("a"), m("b")];
-        assert_eq!(Queues::drain(&mut q, QueueMode::OneAtATime), vec![m("a")]);
-        assert_eq!(Queues::drain(&mut q, QueueMode::All), vec![m("b")]);
-        assert!(Queues::drain(&mut q, QueueMode::All).is_empty());
+    fn delivery_takes_one_or_all_by_mode() {
+        let mut q = Queues::new(QueueMode::OneAtATime, QueueMode::All);
+        for t in ["a", "b"] {
+            q.push(QueueKind::Steering, m(t));
+            q.push(QueueKind::FollowUp, m(t));
+        }
+        assert_eq!(q.delivery_count(QueueKind::Steering), 1);
+        assert_eq!(q.delivery_count(QueueKind::FollowUp), 2);
+        assert_eq!(q.pop_front(QueueKind::Steering), Some(m("a")));
+        q.set_mode(QueueKind::FollowUp, QueueMode::OneAtATime);
+        assert_eq!(q.delivery_count(QueueKind::FollowUp), 1);
+        q.clear();
+        assert!(q.is_empty());
+        assert_eq!(q.pop_front(QueueKind::FollowUp), None);
+        assert_eq!(q.mode(QueueKind::FollowUp), QueueMode::OneAtATime);
     }
 }

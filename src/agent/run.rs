@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, Sender};
 use serde_json::{Map, Value};
 
-use super::job::Runtime;
+use super::queue::QueueKind;
+use super::runtime::{PromptReply, Runtime};
 use super::state::AgentSession;
 use super::tools_exec::{execute_tool_calls, ToolCallOutcome};
 use crate::cancel::CancelToken;
@@ -24,10 +25,6 @@ use crate::llm::types::{
 };
 use crate::protocol::{Event, Response};
 use crate::util::now_ms;
-
-/// The id of the `prompt` command a run answers.
-#[derive(Clone, Debug)]
-pub struct PromptReply(pub Option<Value>);
 
 /// Per-run retry bookkeeping.
 #[derive(Default)]
@@ -65,7 +62,7 @@ fn record_message(rt: &Runtime, msg: &Value) -> Option<String> {
 fn emit_whole_message(rt: &Runtime, msg: Value, run_messages: &mut Vec<Value>) -> Option<String> {
     if msg.get("role").and_then(Value::as_str) == Some("user") {
         // A new user message allows another overflow recovery (agent-loop.md §7.3).
-        rt.state.lock().overflow_recovery_attempted = false;
+        rt.state.lock().life.reset_overflow_recovery();
     }
     emit(
         rt,
@@ -89,10 +86,10 @@ fn emit_whole_message(rt: &Runtime, msg: Value, run_messages: &mut Vec<Value>) -
 /// run's first record, after a pre-prompt compaction (whose events pi writes before the
 /// response) and before `agent_start`. Print modes pass `None`.
 pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: Value) {
-    let cancel = rt.state.lock().run.cancel.clone();
+    let cancel = rt.state.lock().life.run_cancel();
     // Compact first when the context is already too big (agent-loop.md §7.2).
     if !cancel.is_cancelled() {
-        crate::compaction::runner::before_prompt(rt, &cancel);
+        super::compaction::before_prompt(rt, &cancel);
     }
     // Prompt images are resized here, on the agent thread, with the model's limits after any
     // compaction, before the `started` response (pi's `_prepareRun`).
@@ -116,7 +113,7 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
         if last.stop_reason == StopReason::Error {
             let (enabled, settings) = {
                 let s = rt.state.lock();
-                (s.auto_retry, s.settings.retry())
+                (s.auto.retry, s.settings.retry())
             };
             let window = rt.state.lock().model.context_window;
             if enabled && is_retryable(&last, window) && retry.attempt < settings.max_retries {
@@ -169,11 +166,11 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
         }
         // Overflow recovery or threshold compaction (agent-loop.md §7.2–§7.3); true when the
         // failed turn is retried or queued messages wait.
-        if crate::compaction::runner::check_compaction(
+        if super::compaction::check_compaction(
             rt,
             &last,
             ll.last_assistant_id.as_deref(),
-            true,
+            super::compaction::CheckPoint::AfterRun,
             &cancel,
         ) {
             if cancel.is_cancelled() {
@@ -193,18 +190,16 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
 
 /// `agent_settled`, then the waiting `abort` responses; the run is over.
 fn settle(rt: &Runtime, cancel: &CancelToken) {
-    let aborted = {
-        let mut s = rt.state.lock();
-        s.flush_deferred();
-        s.run.abort_requested || cancel.is_cancelled()
-    };
-    emit(rt, Event::AgentSettled { aborted });
     let waiters = {
         let mut s = rt.state.lock();
-        s.is_streaming = false;
-        s.run.abort_requested = false;
-        s.run.retry_sleep = None;
-        std::mem::take(&mut s.run.abort_waiters)
+        s.flush_deferred();
+        let aborted = s.life.abort_requested() || cancel.is_cancelled();
+        let waiters = s.life.finish_run();
+        // Sent under the lock, so the run's end and its announcement are one step for the
+        // processor: a `get_state` or `prompt` that finds the run over is answered after
+        // `agent_settled`, and one answered before it still finds the run active.
+        rt.out.event(&Event::AgentSettled { aborted });
+        waiters
     };
     for id in waiters {
         rt.out.response(&Response::ok(id, "abort", None));
@@ -212,7 +207,7 @@ fn settle(rt: &Runtime, cancel: &CancelToken) {
 }
 
 fn answer_abort_retry_waiters(rt: &Runtime) {
-    let waiters = std::mem::take(&mut rt.state.lock().run.abort_retry_waiters);
+    let waiters = rt.state.lock().life.take_abort_retry_waiters();
     for id in waiters {
         rt.out.response(&Response::ok(id, "abort_retry", None));
     }
@@ -221,7 +216,10 @@ fn answer_abort_retry_waiters(rt: &Runtime) {
 /// Sleeps before a retry; false when `abort` or `abort_retry` cut it short.
 fn retry_sleep(rt: &Runtime, delay_ms: u64, run_cancel: &CancelToken) -> bool {
     let sleep_cancel = CancelToken::new();
-    rt.state.lock().run.retry_sleep = Some(sleep_cancel.clone());
+    rt.state
+        .lock()
+        .life
+        .set_retry_sleep(Some(sleep_cancel.clone()));
     let (tx, rx) = bounded::<()>(1);
     let tx2 = tx.clone();
     let _g1 = sleep_cancel.on_cancel(move || {
@@ -231,7 +229,7 @@ fn retry_sleep(rt: &Runtime, delay_ms: u64, run_cancel: &CancelToken) -> bool {
         let _ = tx2.try_send(());
     });
     let woke = rx.recv_timeout(Duration::from_millis(delay_ms)).is_ok();
-    rt.state.lock().run.retry_sleep = None;
+    rt.state.lock().life.set_retry_sleep(None);
     !woke && !sleep_cancel.is_cancelled() && !run_cancel.is_cancelled()
 }
 
@@ -274,34 +272,19 @@ fn prepare_initial(rt: &Runtime, user_message: Value) -> Vec<Value> {
 }
 
 /// How many queued messages one delivery point takes.
-fn delivery_count(rt: &Runtime, steering: bool) -> usize {
-    let s = rt.state.lock();
-    let (len, mode) = if steering {
-        (s.queues.steering.len(), s.steering_mode)
-    } else {
-        (s.queues.follow_up.len(), s.follow_up_mode)
-    };
-    match mode {
-        crate::resources::settings::QueueMode::All => len,
-        crate::resources::settings::QueueMode::OneAtATime => len.min(1),
-    }
+fn delivery_count(rt: &Runtime, queue: QueueKind) -> usize {
+    rt.state.lock().queues.delivery_count(queue)
 }
 
 /// Delivers `n` queued messages: for each, `queue_update` (already without it), then its
 /// message events.
-fn deliver(rt: &Runtime, steering: bool, n: usize, run_messages: &mut Vec<Value>) {
+fn deliver(rt: &Runtime, queue: QueueKind, n: usize, run_messages: &mut Vec<Value>) {
     for _ in 0..n {
         let msg = {
             let mut s = rt.state.lock();
-            let q = if steering {
-                &mut s.queues.steering
-            } else {
-                &mut s.queues.follow_up
-            };
-            if q.is_empty() {
+            let Some(m) = s.queues.pop_front(queue) else {
                 break;
-            }
-            let m = q.remove(0);
+            };
             let update = s.queue_update();
             // Emitted under the lock so it cannot interleave with an enqueue's queue_update.
             rt.out.event(&update);
@@ -328,7 +311,7 @@ fn low_level_run(
     for m in initial {
         emit_whole_message(rt, m, &mut run_messages);
     }
-    let mut pending_steering = delivery_count(rt, true);
+    let mut pending_steering = delivery_count(rt, QueueKind::Steering);
     let mut pending_follow_up = 0usize;
     let mut first = true;
     let mut last: Option<AssistantMessage> = None;
@@ -342,16 +325,21 @@ fn low_level_run(
                 // Compact before the next request when the turn grew the context past the
                 // threshold (pi's prepareNextTurn).
                 if !cancel.is_cancelled() {
-                    crate::compaction::runner::before_next_turn(rt, cancel);
+                    super::compaction::before_next_turn(rt, cancel);
                 }
                 emit(rt, Event::TurnStart);
             }
             first = false;
             if pending_steering > 0 {
-                deliver(rt, true, pending_steering, &mut run_messages);
+                deliver(rt, QueueKind::Steering, pending_steering, &mut run_messages);
             }
             if pending_follow_up > 0 {
-                deliver(rt, false, pending_follow_up, &mut run_messages);
+                deliver(
+                    rt,
+                    QueueKind::FollowUp,
+                    pending_follow_up,
+                    &mut run_messages,
+                );
                 pending_follow_up = 0;
             }
             let mut assistant = stream_turn(rt, cancel, retry);
@@ -423,12 +411,12 @@ fn low_level_run(
             last = Some(assistant);
             // Steering queued meanwhile is delivered in the next turn, also when that turn's
             // request is aborted before anything is sent.
-            pending_steering = delivery_count(rt, true);
+            pending_steering = delivery_count(rt, QueueKind::Steering);
             if cancel.is_cancelled() {
                 has_more_tool_calls = true;
             }
         }
-        let follow = delivery_count(rt, false);
+        let follow = delivery_count(rt, QueueKind::FollowUp);
         if follow > 0 && !cancel.is_cancelled() {
             pending_follow_up = follow;
             continue 'outer;
@@ -508,7 +496,7 @@ fn will_retry(
     let (enabled, max_retries, window) = {
         let s = rt.state.lock();
         (
-            s.auto_retry,
+            s.auto.retry,
             s.settings.retry().max_retries,
             s.model.context_window,
         )
@@ -614,7 +602,7 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
     }
     emit(rt, Event::MessageEnd { message: v });
     if !matches!(msg.stop_reason, StopReason::Error | StopReason::Length) {
-        rt.state.lock().overflow_recovery_attempted = false;
+        rt.state.lock().life.reset_overflow_recovery();
     }
     if retry.attempt > 0 && msg.stop_reason != StopReason::Error {
         emit(

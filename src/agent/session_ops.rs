@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::job::Runtime;
+use super::runtime::Runtime;
 use crate::protocol::Response;
 use crate::session::context::build_messages;
 use crate::session::SessionManager;

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::control::RunControl;
-use super::queue::{QueuedMessage, Queues};
+use super::lifecycle::Lifecycle;
+use super::queue::{QueueKind, QueuedMessage, Queues};
 use crate::llm::thinking::{clamp_level, supported_levels};
 use crate::llm::{Model, ModelRegistry, ThinkingLevel};
-use crate::protocol::{Event, ImageContent};
+use crate::protocol::message::user_message;
+use crate::protocol::{Event, ImageContent, StreamingBehavior};
 use crate::resources::context_files::ContextFile;
 use crate::resources::prompts::PromptTemplate;
 use crate::resources::settings::QueueMode;
@@ -76,7 +77,44 @@ pub fn scoped_start<'a>(
         .or_else(|| scoped.first())
 }
 
-/// The runtime state of one session.
+/// What the system prompt, the tool list and prompt expansion are built from.
+pub struct Resources {
+    pub skills: Vec<Skill>,
+    pub prompts: Vec<PromptTemplate>,
+    /// The active tools, in declaration order.
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub prompt: PromptConfig,
+}
+
+/// The automatic behaviours `set_auto_compaction` / `set_auto_retry` switch.
+#[derive(Clone, Copy, Debug)]
+pub struct AutoFlags {
+    pub compaction: bool,
+    pub retry: bool,
+}
+
+/// Which automatic behaviour a `set_auto_*` command switches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoSetting {
+    Compaction,
+    Retry,
+}
+
+/// How a `prompt` begins (`agent-loop.md` §2).
+#[derive(Debug)]
+pub enum PromptStart {
+    /// The run is marked active; hand this user message to the agent thread.
+    Run(Value),
+    /// A run is active and the prompt named a `streamingBehavior`: queued, emit this
+    /// `queue_update`.
+    Queued(Event),
+    /// Refused with this error (the run was not marked active).
+    Rejected(String),
+}
+
+/// The runtime state of one session. It lives behind one `parking_lot::Mutex` (see the module
+/// doc for the lock rule); the run life cycle is [`Lifecycle`]'s, changed only through its
+/// methods.
 pub struct AgentSession {
     pub cwd: PathBuf,
     pub agent_dir: PathBuf,
@@ -84,37 +122,19 @@ pub struct AgentSession {
     pub registry: ModelRegistry,
     pub model: Model,
     pub thinking_level: ThinkingLevel,
-    pub session: SessionManager,
-    /// The context messages (`get_messages`).
-    pub messages: ContextMessages,
-    pub queues: Queues,
-    pub steering_mode: QueueMode,
-    pub follow_up_mode: QueueMode,
-    pub auto_compaction: bool,
-    pub auto_retry: bool,
-    pub is_streaming: bool,
-    pub is_compacting: bool,
-    pub skills: Vec<Skill>,
-    pub prompts: Vec<PromptTemplate>,
+    /// What the command line chose (re-applied to every new session).
     pub startup: StartupSelection,
+    pub session: SessionManager,
     /// Where new persisted sessions go (`None` with `--no-session`).
     pub session_dir: Option<PathBuf>,
-    /// The active tools, in declaration order.
-    pub tools: Vec<Arc<dyn Tool>>,
-    pub prompt: PromptConfig,
-    /// The active run's control (abort, waiters, retry sleep).
-    pub run: RunControl,
-    /// Running RPC `bash` commands (`abort_bash` cancels them all).
-    pub bash_runs: Vec<(u64, crate::cancel::CancelToken)>,
-    pub next_bash_id: u64,
-    /// Messages recorded while a run was active (RPC bash executions), appended when it ends.
-    pub deferred: Vec<Value>,
-    /// `compact` commands accepted and not finished yet (`isCompacting` stays true meanwhile).
-    pub pending_manual_compactions: u32,
-    /// The cancel tokens of those compactions (`abort` and a newer `compact` cancel them).
-    pub compaction_cancels: Vec<crate::cancel::CancelToken>,
-    /// Overflow recovery was tried once since the last user message (`agent-loop.md` §7.3).
-    pub overflow_recovery_attempted: bool,
+    /// The context messages (`get_messages`).
+    pub messages: ContextMessages,
+    /// The steering and follow-up queues with their delivery modes.
+    pub queues: Queues,
+    pub auto: AutoFlags,
+    pub resources: Resources,
+    /// Runs, compactions, aborts and RPC bash commands.
+    pub life: Lifecycle,
 }
 
 /// A failed command; the text is the response's `error`.
@@ -130,17 +150,15 @@ impl AgentSession {
         settings: Settings,
         registry: ModelRegistry,
         session: SessionManager,
-        skills: Vec<Skill>,
-        prompts: Vec<PromptTemplate>,
+        resources: Resources,
         startup: StartupSelection,
         session_dir: Option<PathBuf>,
-        tools: Vec<Arc<dyn Tool>>,
-        prompt: PromptConfig,
     ) -> AgentSession {
-        let steering_mode = settings.steering_mode();
-        let follow_up_mode = settings.follow_up_mode();
-        let auto_compaction = settings.compaction_enabled();
-        let auto_retry = settings.retry().enabled;
+        let queues = Queues::new(settings.steering_mode(), settings.follow_up_mode());
+        let auto = AutoFlags {
+            compaction: settings.compaction_enabled(),
+            retry: settings.retry().enabled,
+        };
         let mut s = AgentSession {
             cwd,
             agent_dir,
@@ -148,28 +166,14 @@ impl AgentSession {
             registry,
             model: Model::placeholder(),
             thinking_level: ThinkingLevel::Off,
-            session,
-            messages: ContextMessages::new(),
-            queues: Queues::default(),
-            steering_mode,
-            follow_up_mode,
-            auto_compaction,
-            auto_retry,
-            is_streaming: false,
-            is_compacting: false,
-            skills,
-            prompts,
             startup,
+            session,
             session_dir,
-            tools,
-            prompt,
-            run: RunControl::default(),
-            bash_runs: Vec::new(),
-            next_bash_id: 0,
-            deferred: Vec::new(),
-            pending_manual_compactions: 0,
-            compaction_cancels: Vec::new(),
-            overflow_recovery_attempted: false,
+            messages: ContextMessages::new(),
+            queues,
+            auto,
+            resources,
+            life: Lifecycle::default(),
         };
         s.apply_startup_selection();
         s
@@ -260,7 +264,8 @@ impl AgentSession {
 
     /// The declarations of the active tools, in order.
     pub fn active_tool_decls(&self) -> Vec<ToolDecl> {
-        self.tools
+        self.resources
+            .tools
             .iter()
             .map(|t| ToolDecl {
                 name: t.name().to_string(),
@@ -278,11 +283,11 @@ impl AgentSession {
     pub fn system_message_if_needed(&self) -> Option<Value> {
         let decls = self.active_tool_decls();
         let sections = system_prompt::build_sections(&PromptInputs {
-            custom_prompt: self.prompt.custom.as_deref(),
-            append: self.prompt.append.as_deref(),
+            custom_prompt: self.resources.prompt.custom.as_deref(),
+            append: self.resources.prompt.append.as_deref(),
             tools: &decls,
-            context_files: &self.prompt.context_files,
-            skills: &self.skills,
+            context_files: &self.resources.prompt.context_files,
+            skills: &self.resources.skills,
             cwd: &self.cwd,
         });
         let declared = Declared::replay(&self.messages.to_vec());
@@ -323,9 +328,7 @@ impl AgentSession {
 
     /// Records a message now (idle) or after the active run (`agent-loop.md` §4, last point).
     pub fn record_or_defer(&mut self, message: Value) {
-        if self.is_streaming {
-            self.deferred.push(message);
-        } else {
+        if let Err(message) = self.life.defer(message) {
             self.record(message);
         }
     }
@@ -340,7 +343,7 @@ impl AgentSession {
 
     /// Appends the messages deferred during a run.
     pub fn flush_deferred(&mut self) {
-        for m in std::mem::take(&mut self.deferred) {
+        for m in self.life.take_deferred() {
             self.record(m);
         }
     }
@@ -369,8 +372,8 @@ impl AgentSession {
         if !self.session.cwd().is_empty() {
             self.cwd = PathBuf::from(self.session.cwd());
         }
-        self.queues = Queues::default();
-        self.deferred.clear();
+        self.queues.clear();
+        self.life.clear_deferred();
         // (A thinking_level_change appended here adds no message: `messages` stays right.)
         if self.session.entries().is_empty() {
             self.apply_startup_selection();
@@ -502,27 +505,25 @@ impl AgentSession {
     }
 
     /// `set_steering_mode` / `set_follow_up_mode`: applied at once and persisted globally.
-    pub fn set_queue_mode(&mut self, steering: bool, mode: QueueMode) -> CommandResult<()> {
-        let key = if steering {
-            "steeringMode"
-        } else {
-            "followUpMode"
+    pub fn set_queue_mode(&mut self, queue: QueueKind, mode: QueueMode) -> CommandResult<()> {
+        let key = match queue {
+            QueueKind::Steering => "steeringMode",
+            QueueKind::FollowUp => "followUpMode",
         };
         if let Err(e) = self.settings.set_global(&[key], Value::from(mode.as_str())) {
             // Applied for this process all the same, as pi does (its change stays in memory).
             eprintln!("pi-rpc: {key} not saved: {e}");
         }
-        if steering {
-            self.steering_mode = mode;
-        } else {
-            self.follow_up_mode = mode;
-        }
+        self.queues.set_mode(queue, mode);
         Ok(())
     }
 
     /// `set_auto_compaction` / `set_auto_retry`: applied and persisted globally.
-    pub fn set_auto_flag(&mut self, compaction: bool, enabled: bool) -> CommandResult<()> {
-        let section = if compaction { "compaction" } else { "retry" };
+    pub fn set_auto_flag(&mut self, which: AutoSetting, enabled: bool) -> CommandResult<()> {
+        let section = match which {
+            AutoSetting::Compaction => "compaction",
+            AutoSetting::Retry => "retry",
+        };
         if let Err(e) = self
             .settings
             .set_global(&[section, "enabled"], Value::Bool(enabled))
@@ -531,27 +532,66 @@ impl AgentSession {
             eprintln!("pi-rpc: {section}.enabled not saved: {e}");
         }
         // The merged value, as pi reads it: a trusted project's setting still wins.
-        if compaction {
-            self.auto_compaction = self.settings.compaction_enabled();
-        } else {
-            self.auto_retry = self.settings.retry().enabled;
+        match which {
+            AutoSetting::Compaction => self.auto.compaction = self.settings.compaction_enabled(),
+            AutoSetting::Retry => self.auto.retry = self.settings.retry().enabled,
         }
         Ok(())
     }
 
     /// Queues a steering or follow-up message; returns the `queue_update` to emit.
-    pub fn enqueue(&mut self, steering: bool, text: String, images: Vec<ImageContent>) -> Event {
-        let msg = QueuedMessage {
-            text,
-            images,
-            timestamp: now_ms(),
-        };
-        if steering {
-            self.queues.steering.push(msg);
-        } else {
-            self.queues.follow_up.push(msg);
-        }
+    pub fn enqueue(&mut self, queue: QueueKind, text: String, images: Vec<ImageContent>) -> Event {
+        self.queues.push(
+            queue,
+            QueuedMessage {
+                text,
+                images,
+                timestamp: now_ms(),
+            },
+        );
         self.queue_update()
+    }
+
+    /// `prompt`'s checks, in pi's order (`agent-loop.md` §2), for RPC and print mode alike: no
+    /// prompt while a compaction runs; during a run it is queued when it says how, refused
+    /// otherwise; then a model and its credentials are needed. Skill commands and prompt
+    /// templates are expanded first. On `Run` the run is marked active.
+    pub fn begin_prompt(
+        &mut self,
+        message: &str,
+        images: Vec<ImageContent>,
+        behavior: Option<StreamingBehavior>,
+    ) -> PromptStart {
+        if self.life.is_compacting() {
+            return PromptStart::Rejected("Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.".into());
+        }
+        let text = super::prompting::expand_text(self, message);
+        if self.life.is_streaming() {
+            return match behavior {
+                None => PromptStart::Rejected("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into()),
+                Some(StreamingBehavior::Steer) => {
+                    PromptStart::Queued(self.enqueue(QueueKind::Steering, text, images))
+                }
+                Some(StreamingBehavior::FollowUp) => {
+                    PromptStart::Queued(self.enqueue(QueueKind::FollowUp, text, images))
+                }
+            };
+        }
+        if self.model.is_placeholder() {
+            return PromptStart::Rejected(format!(
+                "No API key found for the selected model.\n\n{}",
+                super::prompting::login_help()
+            ));
+        }
+        if !self.registry.has_credentials(&self.model.provider) {
+            return PromptStart::Rejected(format!(
+                "No API key found for {}.\n\n{}",
+                self.model.provider,
+                super::prompting::login_help()
+            ));
+        }
+        self.life.start_run();
+        PromptStart::Run(user_message(&text, &images, now_ms()))
     }
 
     /// How prompt and queued images are normalized now: settings `images.autoResize` and the
@@ -578,8 +618,7 @@ impl AgentSession {
             "steering": self.queues.steering_texts(),
             "followUp": self.queues.follow_up_texts(),
         });
-        self.queues.steering.clear();
-        self.queues.follow_up.clear();
+        self.queues.clear();
         (data, self.queue_update())
     }
 
@@ -602,10 +641,16 @@ impl AgentSession {
         let mut m = Map::new();
         m.insert("model".into(), json!(self.model));
         m.insert("thinkingLevel".into(), json!(self.thinking_level));
-        m.insert("isStreaming".into(), self.is_streaming.into());
-        m.insert("isCompacting".into(), self.is_compacting.into());
-        m.insert("steeringMode".into(), self.steering_mode.as_str().into());
-        m.insert("followUpMode".into(), self.follow_up_mode.as_str().into());
+        m.insert("isStreaming".into(), self.life.is_streaming().into());
+        m.insert("isCompacting".into(), self.life.is_compacting().into());
+        m.insert(
+            "steeringMode".into(),
+            self.queues.steering_mode.as_str().into(),
+        );
+        m.insert(
+            "followUpMode".into(),
+            self.queues.follow_up_mode.as_str().into(),
+        );
         if let Some(f) = self.session.session_file() {
             m.insert("sessionFile".into(), f.to_string_lossy().into());
         }
@@ -613,7 +658,7 @@ impl AgentSession {
         if let Some(name) = self.session.session_name() {
             m.insert("sessionName".into(), name.into());
         }
-        m.insert("autoCompactionEnabled".into(), self.auto_compaction.into());
+        m.insert("autoCompactionEnabled".into(), self.auto.compaction.into());
         m.insert("messageCount".into(), self.messages.len().into());
         m.insert("pendingMessageCount".into(), self.queues.len().into());
         Value::Object(m)
@@ -695,7 +740,7 @@ impl AgentSession {
     /// `get_commands` data: prompt templates, then skills.
     pub fn commands_json(&self) -> Value {
         let mut out = Vec::new();
-        for t in &self.prompts {
+        for t in &self.resources.prompts {
             let mut m = Map::new();
             m.insert("name".into(), t.name.clone().into());
             m.insert(
@@ -709,7 +754,7 @@ impl AgentSession {
             out.push(Value::Object(m));
         }
         {
-            for s in &self.skills {
+            for s in &self.resources.skills {
                 let mut m = Map::new();
                 m.insert("name".into(), format!("skill:{}", s.name).into());
                 m.insert("description".into(), s.description.clone().into());

@@ -10,9 +10,10 @@ use crossbeam_channel::bounded;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
-use super::job::Runtime;
+use super::runtime::Runtime;
 use crate::cancel::CancelToken;
 use crate::llm::types::ContentBlock;
+use crate::protocol::message::ToolResultMessage;
 use crate::protocol::Event;
 use crate::tools::{Tool, ToolContext, ToolOutput};
 use crate::util::now_ms;
@@ -116,7 +117,7 @@ pub fn execute_tool_calls(
 
     let (tools, ctx_parts) = {
         let s = rt.state.lock();
-        (s.tools.clone(), s.tool_context_parts())
+        (s.resources.tools.clone(), s.tool_context_parts())
     };
     let mut finished: Vec<Option<Finished>> = (0..calls.len()).map(|_| None).collect();
     let mut runnable: Vec<(usize, Arc<dyn Tool>, Value)> = Vec::new();
@@ -278,21 +279,17 @@ pub fn execute_tool_calls(
         .zip(finished)
         .map(|(call, f)| {
             let f = f.unwrap_or_else(|| error_finished("Tool execution did not finish", None));
-            let mut m = Map::new();
-            m.insert("role".into(), "toolResult".into());
-            m.insert("toolCallId".into(), call.id.clone().into());
-            m.insert("toolName".into(), call.name.clone().into());
-            m.insert("content".into(), f.content);
-            if let Some(d) = f.details {
-                m.insert("details".into(), d);
-            }
-            m.insert("isError".into(), f.is_error.into());
-            if let Some(ms) = f.duration_ms {
-                m.insert("durationMs".into(), ms.into());
-            }
-            m.insert("timestamp".into(), now_ms().into());
+            let message = ToolResultMessage {
+                tool_call_id: &call.id,
+                tool_name: &call.name,
+                content: f.content,
+                details: f.details,
+                is_error: f.is_error,
+                duration_ms: f.duration_ms,
+                timestamp: now_ms(),
+            };
             ToolCallOutcome {
-                message: Value::Object(m),
+                message: message.to_value(),
                 rewritten_arguments: call.rewritten.then(|| call.args.clone()),
             }
         })

@@ -4,6 +4,7 @@
 pub mod command;
 pub mod event;
 pub mod framing;
+pub(crate) mod message;
 pub mod response;
 
 pub use command::{Command, CommandError, ImageContent, Incoming, StreamingBehavior};

@@ -4,5 +4,3 @@
 pub mod processor;
 pub mod reader;
 pub mod writer;
-
-pub use writer::Output;

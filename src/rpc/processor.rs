@@ -9,12 +9,17 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::reader::Input;
-use super::writer::Output;
-use crate::agent::control::RunControl;
-use crate::agent::job::{user_message, AgentJob};
+use crate::agent::job::AgentJob;
+use crate::agent::lifecycle::AbortReply;
+use crate::agent::queue::QueueKind;
+use crate::agent::runtime::PromptReply;
 use crate::agent::session_ops::SessionOp;
+use crate::agent::state::{AutoSetting, PromptStart};
 use crate::agent::AgentSession;
+use crate::cancel::CancelToken;
+use crate::output::Output;
 use crate::protocol::command::{Command, Incoming};
+use crate::protocol::message::BashExecutionMessage;
 use crate::protocol::{Event, Response};
 
 /// What ended the processor loop.
@@ -30,27 +35,6 @@ pub struct Processor {
     pub out: Output,
     /// Where session-level runs are started.
     pub agent: crossbeam_channel::Sender<AgentJob>,
-}
-
-/// The `<login help>` lines of pi's model/credential errors. pi points at its installation's
-/// `docs/`; pi-rpc's documentation is its README, named by the path it was built from while
-/// that file exists (a binary copied elsewhere names it plainly instead of a dead path).
-pub fn login_help() -> String {
-    let built_from = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
-    let (providers, models) = if std::path::Path::new(built_from).is_file() {
-        (
-            format!("{built_from}#providers"),
-            format!("{built_from}#models"),
-        )
-    } else {
-        (
-            "pi-rpc's README.md, section \"Providers\"".to_string(),
-            "pi-rpc's README.md, section \"Models\"".to_string(),
-        )
-    };
-    format!(
-        "Use /login to log into a provider via OAuth or API key. See:\n  {providers}\n  {models}"
-    )
 }
 
 impl Processor {
@@ -150,13 +134,18 @@ impl Processor {
                 reply(Ok(Some(json!({ "levels": levels }))));
             }
             Command::SetSteeringMode { mode } => {
-                reply(self.session.lock().set_queue_mode(true, mode).map(|_| None));
+                reply(
+                    self.session
+                        .lock()
+                        .set_queue_mode(QueueKind::Steering, mode)
+                        .map(|_| None),
+                );
             }
             Command::SetFollowUpMode { mode } => {
                 reply(
                     self.session
                         .lock()
-                        .set_queue_mode(false, mode)
+                        .set_queue_mode(QueueKind::FollowUp, mode)
                         .map(|_| None),
                 );
             }
@@ -164,7 +153,7 @@ impl Processor {
                 reply(
                     self.session
                         .lock()
-                        .set_auto_flag(true, enabled)
+                        .set_auto_flag(AutoSetting::Compaction, enabled)
                         .map(|_| None),
                 );
             }
@@ -172,7 +161,7 @@ impl Processor {
                 reply(
                     self.session
                         .lock()
-                        .set_auto_flag(false, enabled)
+                        .set_auto_flag(AutoSetting::Retry, enabled)
                         .map(|_| None),
                 );
             }
@@ -220,11 +209,15 @@ impl Processor {
                 reply(Ok(Some(data)));
             }
             Command::Steer { message, images } | Command::FollowUp { message, images } => {
-                let steering = name == "steer";
+                let queue = if name == "steer" {
+                    QueueKind::Steering
+                } else {
+                    QueueKind::FollowUp
+                };
                 let event = {
                     let mut s = self.session.lock();
-                    let text = expand_text(&s, &message);
-                    s.enqueue(steering, text, images)
+                    let text = crate::agent::prompting::expand_text(&s, &message);
+                    s.enqueue(queue, text, images)
                 };
                 self.out.event(&event);
                 reply(Ok(Some(json!({ "disposition": "queued" }))));
@@ -234,101 +227,51 @@ impl Processor {
                 images,
                 streaming_behavior,
             } => {
-                let mut s = self.session.lock();
-                if s.is_compacting {
-                    drop(s);
-                    return reply(Err("Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.".into()));
-                }
-                let text = expand_text(&s, &message);
-                if s.is_streaming {
-                    let Some(behavior) = streaming_behavior else {
-                        drop(s);
-                        return reply(Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into()));
-                    };
-                    let steering = behavior == crate::protocol::StreamingBehavior::Steer;
-                    let event = s.enqueue(steering, text, images);
-                    drop(s);
-                    self.out.event(&event);
-                    return reply(Ok(Some(json!({ "disposition": "queued" }))));
-                }
-                let error = if s.model.is_placeholder() {
-                    Some(format!(
-                        "No API key found for the selected model.\n\n{}",
-                        login_help()
-                    ))
-                } else if !s.registry.has_credentials(&s.model.provider) {
-                    Some(format!(
-                        "No API key found for {}.\n\n{}",
-                        s.model.provider,
-                        login_help()
-                    ))
-                } else {
-                    None
-                };
-                if let Some(error) = error {
-                    drop(s);
-                    return reply(Err(error));
-                }
-                s.is_streaming = true;
-                s.run = RunControl::default();
-                drop(s);
-                // The agent thread writes the `started` response before `agent_start`.
-                let job = AgentJob::Run {
-                    reply: Some(crate::agent::run::PromptReply(id.clone())),
-                    user_message: user_message(&text, &images),
-                };
-                if self.agent.send(job).is_err() {
-                    self.session.lock().is_streaming = false;
-                    reply(Err("the agent thread is gone".into()));
+                let start = self
+                    .session
+                    .lock()
+                    .begin_prompt(&message, images, streaming_behavior);
+                match start {
+                    PromptStart::Rejected(error) => reply(Err(error)),
+                    PromptStart::Queued(event) => {
+                        self.out.event(&event);
+                        reply(Ok(Some(json!({ "disposition": "queued" }))));
+                    }
+                    PromptStart::Run(user_message) => {
+                        // The agent thread writes the `started` response before `agent_start`.
+                        let job = AgentJob::Run {
+                            reply: Some(PromptReply(id.clone())),
+                            user_message,
+                        };
+                        if self.agent.send(job).is_err() {
+                            self.session.lock().life.run_not_started();
+                            reply(Err("the agent thread is gone".into()));
+                        }
+                    }
                 }
             }
             Command::Abort => {
-                let mut s = self.session.lock();
-                // Pending and running `compact`s are cancelled too.
-                let compactions = std::mem::take(&mut s.compaction_cancels);
-                if s.is_streaming {
-                    s.run.abort_requested = true;
-                    s.run.abort_waiters.push(id.clone());
-                    let cancel = s.run.cancel.clone();
-                    drop(s);
-                    // Answered by the agent thread after agent_settled.
-                    cancel.cancel();
-                    compactions.iter().for_each(|c| c.cancel());
-                } else if s.pending_manual_compactions > 0 {
-                    s.run.abort_waiters.push(id.clone());
-                    drop(s);
-                    // Answered by the agent thread after the compaction's response.
-                    compactions.iter().for_each(|c| c.cancel());
-                } else {
-                    drop(s);
-                    reply(Ok(None));
+                // The active run and pending or running `compact`s are cancelled; the answer
+                // comes from the agent thread after `agent_settled` (or the compaction's end).
+                let answer = self.session.lock().life.request_abort(id.clone());
+                match answer {
+                    AbortReply::Now => reply(Ok(None)),
+                    AbortReply::Later(cancels) => cancels.iter().for_each(CancelToken::cancel),
                 }
             }
             Command::AbortRetry => {
-                let mut s = self.session.lock();
-                if let Some(sleep) = s.run.retry_sleep.clone() {
-                    s.run.abort_retry_waiters.push(id.clone());
-                    drop(s);
+                let sleep = self.session.lock().life.request_abort_retry(id.clone());
+                match sleep {
                     // Answered by the agent thread right after auto_retry_end.
-                    sleep.cancel();
-                } else {
-                    drop(s);
-                    reply(Ok(None));
+                    Some(sleep) => sleep.cancel(),
+                    None => reply(Ok(None)),
                 }
             }
             Command::AbortBash => {
                 // The abort_bash response comes before the cancelled bash responses.
                 reply(Ok(None));
-                let runs: Vec<_> = self
-                    .session
-                    .lock()
-                    .bash_runs
-                    .iter()
-                    .map(|(_, c)| c.clone())
-                    .collect();
-                for c in runs {
-                    c.cancel();
-                }
+                let runs = self.session.lock().life.bash_cancels();
+                runs.iter().for_each(CancelToken::cancel);
             }
             Command::Bash {
                 command,
@@ -392,26 +335,9 @@ impl Processor {
     /// the agent thread, which answers once the summary is in (`rpc-protocol.md` §3.6). Prompts
     /// are refused from now until it is done.
     fn compact(&self, id: Option<Value>, custom_instructions: Option<String>) {
-        let cancel = crate::cancel::CancelToken::new();
-        let (run_cancel, earlier) = {
-            let mut s = self.session.lock();
-            let run_cancel = if s.is_streaming {
-                s.run.abort_requested = true;
-                Some(s.run.cancel.clone())
-            } else {
-                // Idle: shutdown cancels the run token, so let it reach the compaction too.
-                s.run.cancel = cancel.clone();
-                None
-            };
-            let earlier = std::mem::replace(&mut s.compaction_cancels, vec![cancel.clone()]);
-            s.pending_manual_compactions += 1;
-            s.is_compacting = true;
-            (run_cancel, earlier)
-        };
-        if let Some(c) = run_cancel {
-            c.cancel();
-        }
-        earlier.iter().for_each(|c| c.cancel());
+        let cancel = CancelToken::new();
+        let fire = self.session.lock().life.begin_manual_compaction(&cancel);
+        fire.iter().for_each(CancelToken::cancel);
         let job = AgentJob::Compact {
             id,
             custom_instructions,
@@ -422,11 +348,7 @@ impl Processor {
                 AgentJob::Compact { id, .. } => id,
                 _ => None,
             };
-            {
-                let mut s = self.session.lock();
-                s.pending_manual_compactions = s.pending_manual_compactions.saturating_sub(1);
-                s.is_compacting = s.pending_manual_compactions > 0;
-            }
+            self.session.lock().life.manual_compaction_not_started();
             self.out.response(&Response::err(
                 id,
                 "compact",
@@ -439,14 +361,9 @@ impl Processor {
     /// performs it once the run has settled and answers the command.
     fn replace_session(&self, id: Option<Value>, op: SessionOp) {
         let command = op.command();
-        {
-            let mut s = self.session.lock();
-            if s.is_streaming {
-                s.run.abort_requested = true;
-                let cancel = s.run.cancel.clone();
-                drop(s);
-                cancel.cancel();
-            }
+        let run = self.session.lock().life.abort_for_replacement();
+        if let Some(cancel) = run {
+            cancel.cancel();
         }
         if let Err(e) = self.agent.send(AgentJob::Session { id, op }) {
             let (id, _) = match e.into_inner() {
@@ -464,12 +381,10 @@ impl Processor {
     /// Runs an RPC `bash` command on its own thread: `bash_execution_update`s while it runs,
     /// then the response, and a `bashExecution` message in the session.
     fn start_bash(&self, id: Option<Value>, command: String, exclude_from_context: bool) {
-        let cancel = crate::cancel::CancelToken::new();
+        let cancel = CancelToken::new();
         let (req, run_id) = {
             let mut s = self.session.lock();
-            let run_id = s.next_bash_id;
-            s.next_bash_id += 1;
-            s.bash_runs.push((run_id, cancel.clone()));
+            let run_id = s.life.register_bash(cancel.clone());
             let req = crate::exec::bash::BashRequest {
                 command: command.clone(),
                 cwd: s.cwd.clone(),
@@ -491,26 +406,20 @@ impl Processor {
                     });
                 });
                 let mut s = state.lock();
-                s.bash_runs.retain(|(r, _)| *r != run_id);
+                s.life.end_bash(run_id);
                 match result {
                     Ok(r) => {
-                        let mut m = serde_json::Map::new();
-                        m.insert("role".into(), "bashExecution".into());
-                        m.insert("command".into(), command.into());
-                        m.insert("output".into(), r.output.clone().into());
-                        if let Some(code) = r.exit_code {
-                            m.insert("exitCode".into(), code.into());
-                        }
-                        m.insert("cancelled".into(), r.cancelled.into());
-                        m.insert("truncated".into(), r.truncated.into());
-                        if let Some(p) = &r.full_output_path {
-                            m.insert("fullOutputPath".into(), p.to_string_lossy().into());
-                        }
-                        m.insert("timestamp".into(), crate::util::now_ms().into());
-                        if exclude_from_context {
-                            m.insert("excludeFromContext".into(), true.into());
-                        }
-                        s.record_or_defer(Value::Object(m));
+                        let message = BashExecutionMessage {
+                            command: &command,
+                            output: &r.output,
+                            exit_code: r.exit_code,
+                            cancelled: r.cancelled,
+                            truncated: r.truncated,
+                            full_output_path: r.full_output_path.as_deref(),
+                            timestamp: crate::util::now_ms(),
+                            exclude_from_context,
+                        };
+                        s.record_or_defer(message.to_value());
                         drop(s);
                         out.response(&Response::ok(id, "bash", Some(r.to_json())));
                     }
@@ -521,7 +430,7 @@ impl Processor {
                 }
             });
         if let Err(e) = spawned {
-            self.session.lock().bash_runs.retain(|(r, _)| *r != run_id);
+            self.session.lock().life.end_bash(run_id);
             self.out.response(&Response::err(
                 None,
                 "bash",
@@ -529,15 +438,4 @@ impl Processor {
             ));
         }
     }
-}
-
-/// Skill commands and prompt templates expanded (`agent-loop.md` §2, items 4–5).
-pub fn expand_text(s: &AgentSession, message: &str) -> String {
-    match crate::resources::skills::expand_skill_command(message, &s.skills) {
-        Ok(Some(expanded)) => return expanded,
-        Ok(None) => {}
-        Err(e) => eprintln!("pi-rpc: {e}"),
-    }
-    crate::resources::prompts::expand_prompt_template(message, &s.prompts)
-        .unwrap_or_else(|| message.to_string())
 }

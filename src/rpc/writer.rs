@@ -5,100 +5,17 @@
 //! rpc-protocol.md §1); `EAGAIN` and `ENOBUFS` are not fatal: the write is retried every 10 ms.
 
 use std::io::{ErrorKind, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
-use crate::protocol::{framing, Event, Response};
-
-/// How many serialized lines may wait for stdout before producers block.
-pub const OUTPUT_CAPACITY: usize = 1024;
+use crate::output::{OutMsg, Output, OUTPUT_CAPACITY};
+#[cfg(test)]
+use crate::protocol::{Event, Response};
 
 /// How often a write that failed with `EAGAIN` / `ENOBUFS` is retried (pi's interval).
 const RETRY_EVERY: Duration = Duration::from_millis(10);
-
-enum OutMsg {
-    Line(String),
-    /// Answered once every line sent before it has been written and flushed.
-    Flush(Sender<()>),
-}
-
-/// A cloneable handle for writing protocol records.
-#[derive(Clone)]
-pub struct Output {
-    tx: Sender<OutMsg>,
-    /// Set once shutdown began (stdin EOF): later lines are dropped, as pi writes nothing more.
-    muted: Arc<AtomicBool>,
-}
-
-impl Output {
-    /// Writes an event record.
-    pub fn event(&self, event: &Event) {
-        self.line(framing::encode(event));
-    }
-
-    /// Writes a response record.
-    pub fn response(&self, response: &Response) {
-        self.line(framing::encode(response));
-    }
-
-    /// Writes any serializable record (json mode's session header, for instance).
-    pub fn record<T: serde::Serialize + ?Sized>(&self, value: &T) {
-        self.line(framing::encode(value));
-    }
-
-    /// Writes one already-serialized line (without its newline). Blocks while the channel is full.
-    pub fn line(&self, line: String) {
-        if self.muted.load(Ordering::SeqCst) {
-            return;
-        }
-        // A send fails only once the writer has stopped (stdout closed); the process is ending.
-        let _ = self.tx.send(OutMsg::Line(line));
-    }
-
-    /// Drops every later line (lines already queued are still written).
-    pub fn mute(&self) {
-        self.muted.store(true, Ordering::SeqCst);
-    }
-
-    /// Waits until everything sent so far is on stdout (or stdout is gone).
-    pub fn flush(&self) {
-        let (tx, rx) = bounded(1);
-        if self.tx.send(OutMsg::Flush(tx)).is_ok() {
-            let _ = rx.recv();
-        }
-    }
-
-    /// An output whose lines go to a channel the caller reads (tests and embedding).
-    pub fn capture() -> (Output, Receiver<String>) {
-        let (tx, rx) = bounded::<OutMsg>(OUTPUT_CAPACITY);
-        let (line_tx, line_rx) = crossbeam_channel::unbounded();
-        std::thread::spawn(move || {
-            for msg in rx {
-                match msg {
-                    OutMsg::Line(l) => {
-                        if line_tx.send(l).is_err() {
-                            return;
-                        }
-                    }
-                    OutMsg::Flush(done) => {
-                        let _ = done.send(());
-                    }
-                }
-            }
-        });
-        (
-            Output {
-                tx,
-                muted: Arc::default(),
-            },
-            line_rx,
-        )
-    }
-}
 
 /// What the writer thread does when stdout is closed under it.
 pub type OnClosed = Box<dyn FnOnce() + Send>;
@@ -114,13 +31,7 @@ pub fn spawn<W: Write + Send + 'static>(sink: W, on_closed: OnClosed) -> (Output
             eprintln!("pi-rpc: cannot start the writer thread: {e}");
             std::process::exit(1);
         });
-    (
-        Output {
-            tx,
-            muted: Arc::default(),
-        },
-        handle,
-    )
+    (Output::new(tx), handle)
 }
 
 /// A sink whose `EAGAIN` (a non-blocking stdout with a full pipe) and `ENOBUFS` failures are
@@ -207,6 +118,7 @@ fn report_failure(e: &std::io::Error) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
 
     #[derive(Clone, Default)]

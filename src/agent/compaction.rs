@@ -5,13 +5,13 @@
 
 use serde_json::{Map, Value};
 
-use super::cut::{prepare, Preparation, Unprepared};
-use super::estimate::{current_system_message, estimate_context, estimate_tokens};
-use super::projection::{context_edits, projected_entries};
-use super::summarize::{RetryEvent, Summarizer, SummaryError};
-use super::tokens::{assistant_entry, context_tokens, latest_compaction};
-use crate::agent::job::Runtime;
+use super::runtime::Runtime;
 use crate::cancel::CancelToken;
+use crate::compaction::cut::{prepare, Preparation, Unprepared};
+use crate::compaction::estimate::{current_system_message, estimate_context, estimate_tokens};
+use crate::compaction::projection::{context_edits, projected_entries};
+use crate::compaction::summarize::{RetryEvent, Summarizer, SummaryError};
+use crate::compaction::tokens::{assistant_entry, context_tokens, latest_compaction};
 use crate::llm::errors::{is_overflow_by_usage, is_overflow_error, is_recoverable_length};
 use crate::llm::types::{AssistantMessage, CacheRetention, StopReason, StreamOptions};
 use crate::llm::ThinkingLevel;
@@ -95,7 +95,7 @@ fn execute(
             return Err(Failure::Failed(format!(
                 "No API key found for {}.\n\n{}",
                 s.model.provider,
-                crate::rpc::processor::login_help()
+                crate::agent::prompting::login_help()
             )));
         }
         let auth = s
@@ -208,12 +208,8 @@ pub fn manual(
     custom_instructions: Option<String>,
     cancel: CancelToken,
 ) {
-    {
-        let mut s = rt.state.lock();
-        // Shutdown cancels the run token: let it reach this compaction too.
-        s.run.cancel = cancel.clone();
-        s.is_compacting = true;
-    }
+    // Shutdown cancels the run token: let it reach this compaction too.
+    rt.state.lock().life.manual_compaction_running(&cancel);
     emit(
         rt,
         Event::CompactionStart {
@@ -225,7 +221,7 @@ pub fn manual(
         if no_model {
             return Err(Failure::Failed(format!(
                 "No model selected.\n\n{}\n\nThen use /model to select a model.",
-                crate::rpc::processor::login_help()
+                crate::agent::prompting::login_help()
             )));
         }
         let prep = prepare_now(rt)?;
@@ -237,16 +233,7 @@ pub fn manual(
             &cancel,
         )
     })();
-    let waiters = {
-        let mut s = rt.state.lock();
-        s.pending_manual_compactions = s.pending_manual_compactions.saturating_sub(1);
-        s.is_compacting = s.pending_manual_compactions > 0;
-        if s.is_compacting || s.is_streaming {
-            Vec::new()
-        } else {
-            std::mem::take(&mut s.run.abort_waiters)
-        }
-    };
+    let waiters = rt.state.lock().life.end_manual_compaction();
     emit(rt, end_event(CompactionReason::Manual, &outcome, false));
     let response = match outcome {
         Ok(result) => Response::ok(id, "compact", Some(result)),
@@ -274,12 +261,12 @@ pub fn auto(
     let Ok(prep) = prepare_now(rt) else {
         return false;
     };
-    rt.state.lock().is_compacting = true;
+    rt.state.lock().life.begin_auto_compaction();
     emit(rt, Event::CompactionStart { reason });
     let outcome = execute(rt, reason, &prep, None, cancel);
     let queued = {
         let mut s = rt.state.lock();
-        s.is_compacting = s.pending_manual_compactions > 0;
+        s.life.end_auto_compaction();
         !s.queues.is_empty()
     };
     emit(rt, end_event(reason, &outcome, will_retry));
@@ -287,6 +274,15 @@ pub fn auto(
         Ok(_) => will_retry || queued,
         Err(_) => false,
     }
+}
+
+/// Where [`check_compaction`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckPoint {
+    /// After a session-level run's last assistant message: an aborted reply is not checked.
+    AfterRun,
+    /// Before a prompt's run: the last assistant message is checked even when it was aborted.
+    BeforePrompt,
 }
 
 /// What [`check_compaction`] decided (under the lock; acted on after it).
@@ -297,17 +293,17 @@ enum Decision {
     Recover,
 }
 
-/// pi's `_checkCompaction` after a session-level run's last assistant message (and, with
-/// `skip_aborted` false, before a prompt): overflow recovery or threshold compaction. True when
+/// pi's `_checkCompaction` after a session-level run's last assistant message (and before a
+/// prompt, see [`CheckPoint`]): overflow recovery or threshold compaction. True when
 /// the run should continue (retry the failed turn, or deliver queued messages).
 pub fn check_compaction(
     rt: &Runtime,
     msg: &AssistantMessage,
     entry_id: Option<&str>,
-    skip_aborted: bool,
+    at: CheckPoint,
     cancel: &CancelToken,
 ) -> bool {
-    let decision = decide(rt, msg, entry_id, skip_aborted);
+    let decision = decide(rt, msg, entry_id, at);
     match decision {
         Decision::None => false,
         Decision::Auto(reason, will_retry) => auto(rt, reason, will_retry, cancel),
@@ -332,7 +328,7 @@ pub fn check_compaction(
             false
         }
         Decision::Recover => {
-            rt.state.lock().overflow_recovery_attempted = true;
+            rt.state.lock().life.mark_overflow_recovery();
             omit_attempt(rt, msg, entry_id);
             auto(rt, CompactionReason::Overflow, true, cancel)
         }
@@ -343,16 +339,16 @@ fn decide(
     rt: &Runtime,
     msg: &AssistantMessage,
     entry_id: Option<&str>,
-    skip_aborted: bool,
+    at: CheckPoint,
 ) -> Decision {
     // The error-text scan runs before the lock: the processor answers `get_state` from the same
     // state meanwhile.
     let overflow_text = is_overflow_error(msg);
     let s = rt.state.lock();
-    if !s.auto_compaction || s.model.is_placeholder() {
+    if !s.auto.compaction || s.model.is_placeholder() {
         return Decision::None;
     }
-    if skip_aborted && msg.stop_reason == StopReason::Aborted {
+    if at == CheckPoint::AfterRun && msg.stop_reason == StopReason::Aborted {
         return Decision::None;
     }
     let same_model = msg.provider == s.model.provider && msg.model == s.model.id;
@@ -407,7 +403,7 @@ fn decide(
             // A complete reply that overflowed: compact, but nothing to retry.
             return Decision::Auto(CompactionReason::Overflow, false);
         }
-        if s.overflow_recovery_attempted {
+        if s.life.overflow_recovery_attempted() {
             return Decision::AlreadyAttempted { overflow };
         }
         return Decision::Recover;
@@ -504,7 +500,7 @@ fn omit_attempt(rt: &Runtime, msg: &AssistantMessage, entry_id: Option<&str>) {
 pub fn before_next_turn(rt: &Runtime, cancel: &CancelToken) {
     let exceeds = {
         let s = rt.state.lock();
-        if !s.auto_compaction || s.model.is_placeholder() || s.model.context_window == 0 {
+        if !s.auto.compaction || s.model.is_placeholder() || s.model.context_window == 0 {
             false
         } else {
             let branch = s.session.branch();
@@ -535,6 +531,6 @@ pub fn before_prompt(rt: &Runtime, cancel: &CancelToken) {
         found
     };
     if let Some((msg, id)) = found {
-        check_compaction(rt, &msg, id.as_deref(), false, cancel);
+        check_compaction(rt, &msg, id.as_deref(), CheckPoint::BeforePrompt, cancel);
     }
 }

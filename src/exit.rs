@@ -1,0 +1,8 @@
+//! Ending the process: every exit path of a running pi-rpc goes through [`shutdown`], so the
+//! process groups of the children it started (bash commands, tool processes) are killed first.
+
+/// Ends the process after killing child process groups.
+pub fn shutdown(code: i32) -> ! {
+    crate::exec::groups::kill_all();
+    std::process::exit(code)
+}
