@@ -3,7 +3,7 @@
 //! go out in order through the runtime's output; the session lock is never held across the
 //! summarization requests.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::runtime::Runtime;
 use crate::cancel::CancelToken;
@@ -15,6 +15,7 @@ use crate::compaction::tokens::{assistant_entry, context_tokens, latest_compacti
 use crate::llm::errors::{is_overflow_by_usage, is_overflow_error, is_recoverable_length};
 use crate::llm::types::{AssistantMessage, CacheRetention, StopReason, StreamOptions};
 use crate::llm::ThinkingLevel;
+use crate::protocol::data::{to_value, CompactionResult};
 use crate::protocol::event::CompactionReason;
 use crate::protocol::{Event, Response};
 
@@ -176,17 +177,14 @@ fn execute(
     let estimated_after: u64 = s.messages.iter().map(|m| estimate_tokens(&m)).sum();
     drop(s);
 
-    let mut result = Map::new();
-    result.insert("summary".into(), summary.into());
-    result.insert(
-        "firstKeptEntryId".into(),
-        prep.first_kept_entry_id.clone().into(),
-    );
-    result.insert("tokensBefore".into(), prep.tokens_before.into());
-    result.insert("estimatedTokensAfter".into(), estimated_after.into());
-    result.insert("usage".into(), usage);
-    result.insert("details".into(), details);
-    Ok(Value::Object(result))
+    Ok(to_value(&CompactionResult {
+        summary,
+        first_kept_entry_id: prep.first_kept_entry_id.clone(),
+        tokens_before: prep.tokens_before,
+        estimated_tokens_after: estimated_after,
+        usage,
+        details,
+    }))
 }
 
 /// The preparation for the current branch with the current model's `keepRecentTokens`.

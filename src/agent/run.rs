@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::queue::QueueKind;
 use super::runtime::{PromptReply, Runtime};
@@ -238,10 +238,7 @@ fn hide_entries(rt: &Runtime, ids: &[String]) {
     for id in ids {
         let entry = {
             let mut s = rt.state.lock();
-            let mut f = Map::new();
-            f.insert("targetId".into(), id.clone().into());
-            f.insert("replacement".into(), Value::Null);
-            let entry = s.session.append("context_edit", f);
+            let entry = s.session.append_context_edit(id, None);
             s.rebuild_messages();
             entry
         };

@@ -5,12 +5,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use super::lifecycle::Lifecycle;
 use super::queue::{QueueKind, QueuedMessage, Queues};
 use crate::llm::thinking::{clamp_level, supported_levels};
 use crate::llm::{Model, ModelRegistry, ThinkingLevel};
+use crate::protocol::data::{
+    to_value, ClearedQueues, CommandInfo, CommandsData, ContextUsage, CycleModelData, ForkMessage,
+    ForkMessagesData, SessionStatsData, StateData, TokenTotals,
+};
 use crate::protocol::message::user_message;
 use crate::protocol::{Event, ImageContent, StreamingBehavior};
 use crate::resources::context_files::ContextFile;
@@ -496,10 +500,10 @@ impl AgentSession {
         };
         let (model, level) = candidates[next].clone();
         let events = self.switch_model(model.clone(), level);
-        let data = json!({
-            "model": model,
-            "thinkingLevel": self.thinking_level,
-            "isScoped": scoped,
+        let data = to_value(&CycleModelData {
+            model: &model,
+            thinking_level: self.thinking_level,
+            is_scoped: scoped,
         });
         (Some(data), events)
     }
@@ -614,9 +618,9 @@ impl AgentSession {
 
     /// `clear_queue`: empties both queues; returns the removed texts and the `queue_update`.
     pub fn clear_queues(&mut self) -> (Value, Event) {
-        let data = json!({
-            "steering": self.queues.steering_texts(),
-            "followUp": self.queues.follow_up_texts(),
+        let data = to_value(&ClearedQueues {
+            steering: self.queues.steering_texts(),
+            follow_up: self.queues.follow_up_texts(),
         });
         self.queues.clear();
         (data, self.queue_update())
@@ -636,79 +640,69 @@ impl AgentSession {
         })
     }
 
-    /// `get_state` data, keys in pi's order.
+    /// `get_state` data.
     pub fn state_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("model".into(), json!(self.model));
-        m.insert("thinkingLevel".into(), json!(self.thinking_level));
-        m.insert("isStreaming".into(), self.life.is_streaming().into());
-        m.insert("isCompacting".into(), self.life.is_compacting().into());
-        m.insert(
-            "steeringMode".into(),
-            self.queues.steering_mode.as_str().into(),
-        );
-        m.insert(
-            "followUpMode".into(),
-            self.queues.follow_up_mode.as_str().into(),
-        );
-        if let Some(f) = self.session.session_file() {
-            m.insert("sessionFile".into(), f.to_string_lossy().into());
-        }
-        m.insert("sessionId".into(), self.session.session_id().into());
-        if let Some(name) = self.session.session_name() {
-            m.insert("sessionName".into(), name.into());
-        }
-        m.insert("autoCompactionEnabled".into(), self.auto.compaction.into());
-        m.insert("messageCount".into(), self.messages.len().into());
-        m.insert("pendingMessageCount".into(), self.queues.len().into());
-        Value::Object(m)
+        to_value(&StateData {
+            model: &self.model,
+            thinking_level: self.thinking_level,
+            is_streaming: self.life.is_streaming(),
+            is_compacting: self.life.is_compacting(),
+            steering_mode: self.queues.steering_mode,
+            follow_up_mode: self.queues.follow_up_mode,
+            session_file: self.session_file_text(),
+            session_id: self.session.session_id(),
+            session_name: self.session.session_name(),
+            auto_compaction_enabled: self.auto.compaction,
+            message_count: self.messages.len(),
+            pending_message_count: self.queues.len(),
+        })
+    }
+
+    fn session_file_text(&self) -> Option<String> {
+        self.session
+            .session_file()
+            .map(|f| f.to_string_lossy().into_owned())
     }
 
     /// `get_session_stats` data (`rpc-protocol.md` §3.9): totals over every entry of the file,
     /// kept up to date by the session manager as entries are appended.
     pub fn session_stats(&self) -> Value {
         let t = self.session.totals();
-        let mut m = Map::new();
-        if let Some(f) = self.session.session_file() {
-            m.insert("sessionFile".into(), f.to_string_lossy().into());
-        }
-        m.insert("sessionId".into(), self.session.session_id().into());
-        m.insert("userMessages".into(), t.user_messages.into());
-        m.insert("assistantMessages".into(), t.assistant_messages.into());
-        m.insert("toolCalls".into(), t.tool_calls.into());
-        m.insert("toolResults".into(), t.tool_results.into());
-        m.insert("totalMessages".into(), t.total_messages.into());
-        m.insert(
-            "tokens".into(),
-            json!({
-                "input": t.input, "output": t.output, "cacheRead": t.cache_read,
-                "cacheWrite": t.cache_write, "total": t.total_tokens(),
-            }),
-        );
-        m.insert("cost".into(), js_value(t.cost));
-        if let Some(cu) = self.context_usage() {
-            m.insert("contextUsage".into(), cu);
-        }
-        Value::Object(m)
+        to_value(&SessionStatsData {
+            session_file: self.session_file_text(),
+            session_id: self.session.session_id(),
+            user_messages: t.user_messages,
+            assistant_messages: t.assistant_messages,
+            tool_calls: t.tool_calls,
+            tool_results: t.tool_results,
+            total_messages: t.total_messages,
+            tokens: TokenTotals {
+                input: t.input,
+                output: t.output,
+                cache_read: t.cache_read,
+                cache_write: t.cache_write,
+                total: t.total_tokens(),
+            },
+            cost: js_value(t.cost),
+            context_usage: self.context_usage(),
+        })
     }
 
     /// `{tokens, contextWindow, percent}`; absent without a model or a context window. Tokens
     /// and percent are `null` after a compaction until the next reply reports usage.
-    pub fn context_usage(&self) -> Option<Value> {
+    pub(crate) fn context_usage(&self) -> Option<ContextUsage> {
         let window = self.model.context_window;
         if self.model.is_placeholder() || window == 0 {
             return None;
         }
         let branch = self.session.branch();
-        match crate::compaction::tokens::context_usage_tokens(&branch, &self.messages.to_vec()) {
-            None => Some(json!({"tokens": null, "contextWindow": window, "percent": null})),
-            Some(tokens) => {
-                let percent = tokens as f64 / window as f64 * 100.0;
-                Some(
-                    json!({"tokens": tokens, "contextWindow": window, "percent": js_value(percent)}),
-                )
-            }
-        }
+        let tokens =
+            crate::compaction::tokens::context_usage_tokens(&branch, &self.messages.to_vec());
+        Some(ContextUsage {
+            tokens,
+            context_window: window,
+            percent: tokens.map_or(Value::Null, |t| js_value(t as f64 / window as f64 * 100.0)),
+        })
     }
 
     /// `get_last_assistant_text`.
@@ -739,43 +733,38 @@ impl AgentSession {
 
     /// `get_commands` data: prompt templates, then skills.
     pub fn commands_json(&self) -> Value {
-        let mut out = Vec::new();
-        for t in &self.resources.prompts {
-            let mut m = Map::new();
-            m.insert("name".into(), t.name.clone().into());
-            m.insert(
-                "description".into(),
-                t.description.clone().unwrap_or_default().into(),
-            );
-            m.insert("source".into(), "prompt".into());
-            m.insert("sourceInfo".into(), json!(t.source_info));
-            m.insert("path".into(), t.file_path.to_string_lossy().into());
-            m.insert("location".into(), t.source_info.legacy_location().into());
-            out.push(Value::Object(m));
-        }
-        {
-            for s in &self.resources.skills {
-                let mut m = Map::new();
-                m.insert("name".into(), format!("skill:{}", s.name).into());
-                m.insert("description".into(), s.description.clone().into());
-                m.insert("source".into(), "skill".into());
-                m.insert("sourceInfo".into(), json!(s.source_info));
-                m.insert("path".into(), s.file_path.to_string_lossy().into());
-                m.insert("location".into(), s.source_info.legacy_location().into());
-                out.push(Value::Object(m));
-            }
-        }
-        json!({ "commands": out })
+        let prompts = self.resources.prompts.iter().map(|t| CommandInfo {
+            name: t.name.clone(),
+            description: t.description.as_deref().unwrap_or_default(),
+            source: "prompt",
+            source_info: &t.source_info,
+            path: t.file_path.to_string_lossy().into_owned(),
+            location: t.source_info.legacy_location(),
+        });
+        let skills = self.resources.skills.iter().map(|s| CommandInfo {
+            name: format!("skill:{}", s.name),
+            description: &s.description,
+            source: "skill",
+            source_info: &s.source_info,
+            path: s.file_path.to_string_lossy().into_owned(),
+            location: s.source_info.legacy_location(),
+        });
+        to_value(&CommandsData {
+            commands: prompts.chain(skills).collect(),
+        })
     }
 
     /// `get_fork_messages`: every user message in the file with non-empty text.
     pub fn fork_messages(&self) -> Value {
-        let list: Vec<Value> = self
+        let messages = self
             .session
             .fork_messages()
             .into_iter()
-            .map(|m| json!({"entryId": m.entry_id, "text": m.text}))
+            .map(|m| ForkMessage {
+                entry_id: m.entry_id,
+                text: m.text,
+            })
             .collect();
-        json!({ "messages": list })
+        to_value(&ForkMessagesData { messages })
     }
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::process::{self, ShellCommand};
 use crate::cancel::CancelToken;
@@ -52,20 +52,16 @@ pub struct BashResult {
 impl BashResult {
     /// `{output, exitCode?, cancelled, truncated, fullOutputPath?}` in that key order.
     pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("output".into(), Value::String(self.output.clone()));
-        if let Some(code) = self.exit_code {
-            m.insert("exitCode".into(), Value::from(code));
-        }
-        m.insert("cancelled".into(), Value::Bool(self.cancelled));
-        m.insert("truncated".into(), Value::Bool(self.truncated));
-        if let Some(p) = &self.full_output_path {
-            m.insert(
-                "fullOutputPath".into(),
-                Value::String(p.to_string_lossy().into_owned()),
-            );
-        }
-        Value::Object(m)
+        crate::protocol::data::to_value(&crate::protocol::data::BashData {
+            output: &self.output,
+            exit_code: self.exit_code,
+            cancelled: self.cancelled,
+            truncated: self.truncated,
+            full_output_path: self
+                .full_output_path
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+        })
     }
 }
 

@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::data::to_value;
 use super::ImageContent;
 
 /// One block of a user message's content.
@@ -93,12 +94,6 @@ impl BashExecutionMessage<'_> {
     pub(crate) fn to_value(&self) -> Value {
         to_value(self)
     }
-}
-
-/// These shapes hold strings, numbers, booleans and `Value`s only: serializing them to a
-/// `Value` cannot fail (`Null` would be the answer if it ever did).
-fn to_value<T: Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! processor and writer threads in `rpc/` use these types to talk to the host.
 
 pub mod command;
+pub(crate) mod data;
 pub mod event;
 pub mod framing;
 pub(crate) mod message;
