@@ -31,10 +31,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
 use serde_json::{json, Value};
 
-use super::agent_loop::{strip_cache, LONG};
 use crate::support::agent::{mock_models_json, subset_match};
 use crate::support::mock_llm::MockLlm;
 use crate::support::outside;
+use crate::support::records::strip_cache;
+use crate::support::run::LONG;
 use crate::support::TempDir;
 
 /// Where `.ci/run` installs pi-acp, relative to `$HOME`.

@@ -4,11 +4,10 @@
 
 use serde_json::{json, Value};
 
-use crate::agent_loop::{
-    agent_for, eventually, find, group_alive, pgid_of, read_pid, release, request_messages,
-    run_prompt, wait_for_flag, LONG,
-};
 use crate::support::mock_llm::MockLlm;
+use crate::support::process::{eventually, group_alive, pgid_of, read_pid, release, wait_for_flag};
+use crate::support::records::{find, norm};
+use crate::support::run::{agent_for, request_messages, run_prompt, LONG};
 use crate::support::Agent;
 
 /// The concatenated `delta`s of the updates for `id` among `records`.
@@ -331,17 +330,17 @@ fn bash_executions_reach_the_next_request_in_the_spec_format() {
     let msgs = r["data"]["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 5);
     assert_eq!(
-        crate::agent_loop::norm(&msgs[0]),
+        norm(&msgs[0]),
         json!({"role":"bashExecution","command":"echo hello; echo oops >&2; exit 3",
                "output":"hello\noops\n","exitCode":3,"cancelled":false,"truncated":false,"timestamp":0})
     );
     assert_eq!(
-        crate::agent_loop::norm(&msgs[3]),
+        norm(&msgs[3]),
         json!({"role":"bashExecution","command":"echo secret-output","output":"secret-output\n",
                "exitCode":0,"cancelled":false,"truncated":false,"timestamp":0,"excludeFromContext":true})
     );
     assert_eq!(
-        crate::agent_loop::norm(&msgs[4]),
+        norm(&msgs[4]),
         json!({"role":"bashExecution","command":"seq 1 2500","output":tail,"exitCode":0,
                "cancelled":false,"truncated":true,"fullOutputPath":full_path,"timestamp":0})
     );

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{json, Value};
 
-use crate::agent_loop::{agent_for, find, norm, request_messages, run_prompt, LONG};
 use crate::support::agent::AgentBuilder;
 use crate::support::mock_llm::MockLlm;
+use crate::support::records::{find, norm};
+use crate::support::run::{agent_for, request_messages, run_prompt, LONG};
 use crate::support::Agent;
 
 /// An agent whose session is persisted in the default session directory of its agent dir.
