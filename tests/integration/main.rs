@@ -20,6 +20,7 @@ mod llm_openai_responses;
 mod mock_llm_selftest;
 mod pi_acp;
 mod print_modes;
+mod regression;
 mod rpc_bash;
 mod run_abort;
 mod run_images;

@@ -52,6 +52,11 @@ pub fn request_messages(mock: &MockLlm, n: usize) -> Value {
     strip_cache(&log[n]["body"]["messages"])
 }
 
+/// A scripted server for tests that make no request to it (`replies` is empty).
+pub fn no_llm() -> MockLlm {
+    MockLlm::start(json!({"replies": []}))
+}
+
 /// A scripted tool-call block.
 pub fn tool_call(id: &str, name: &str, input: Value) -> Value {
     json!({"type": "tool_call", "id": id, "name": name, "input": input})
