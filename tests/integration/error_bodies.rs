@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::agent_loop::{agent_for, find_all, run_prompt, LONG};
 use crate::support::mock_llm::MockLlm;
+use crate::support::records::find_all;
+use crate::support::run::{agent_for, run_prompt, LONG};
 
 /// The cap pi-rpc reads an error body up to (`llm::request::ERROR_BODY_CAP`).
 const ERROR_BODY_CAP: usize = 64 * 1024;

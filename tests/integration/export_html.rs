@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::agent_loop::{agent_for, run_command, PNG_B64};
 use crate::support::mock_llm::MockLlm;
 use crate::support::outside;
+use crate::support::run::{agent_for, run_command, PNG_B64};
 use crate::support::TempDir;
 
 /// The Chromium binary (`$PI_RPC_CHROMIUM`, else `chromium` on `PATH`), or `None` when the

@@ -176,24 +176,6 @@ fn a_bad_line_limit_is_a_warning_and_the_default_applies() {
 }
 
 #[test]
-fn unicode_line_separators_survive_both_ways() {
-    let mut a = Agent::spawn();
-    let name = "a\u{2028}b\u{2029}c";
-    let r = a.request("n", json!({"type": "set_session_name", "name": name}));
-    assert_eq!(r["success"], true);
-    let ev = a.records[0].clone();
-    assert_eq!(ev, json!({"type": "session_info_changed", "name": name}));
-    // Written raw, not escaped, as pi does.
-    let raw = String::from_utf8(a.raw_lines[0].clone()).unwrap();
-    assert!(
-        raw.contains('\u{2028}') && raw.contains('\u{2029}'),
-        "{raw}"
-    );
-    let st = a.request("s", json!({"type": "get_state"}));
-    assert_eq!(st["data"]["sessionName"], name);
-}
-
-#[test]
 fn last_line_without_newline_is_a_command_and_eof_exits_zero() {
     let mut a = Agent::spawn();
     a.send_bytes(br#"{"id":"last","type":"get_state"}"#);

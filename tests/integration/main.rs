@@ -7,7 +7,6 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-mod agent_loop;
 mod cli_flags;
 mod compaction;
 mod error_bodies;
@@ -21,7 +20,14 @@ mod llm_openai_responses;
 mod mock_llm_selftest;
 mod pi_acp;
 mod print_modes;
+mod regression;
 mod rpc_bash;
+mod run_abort;
+mod run_images;
+mod run_queues;
+mod run_retry;
+mod run_tools;
+mod run_turns;
 mod session_commands;
 mod sessions;
 mod system_prompt;

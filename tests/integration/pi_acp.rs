@@ -31,10 +31,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
 use serde_json::{json, Value};
 
-use super::agent_loop::{strip_cache, LONG};
 use crate::support::agent::{mock_models_json, subset_match};
 use crate::support::mock_llm::MockLlm;
 use crate::support::outside;
+use crate::support::records::strip_cache;
+use crate::support::run::{text_reply, LONG};
 use crate::support::TempDir;
 
 /// Where `.ci/run` installs pi-acp, relative to `$HOME`.
@@ -453,10 +454,6 @@ fn available_commands() -> Value {
          "description": "Get/set pi follow-up message delivery mode (how queued follow-up messages are delivered)",
          "input": {"hint": "(no args to show) all | one-at-a-time"}},
         {"name": "changelog", "description": "Show pi changelog"}]})
-}
-
-fn text_reply(text: &str) -> Value {
-    json!({"blocks": [{"type": "text", "text": text}]})
 }
 
 fn tool_reply(blocks: Vec<Value>) -> Value {

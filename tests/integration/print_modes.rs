@@ -9,12 +9,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::agent_loop::{
-    eventually, find, find_all, group_alive, kinds, pgid_of, read_pid, request_messages, LONG,
-    PNG_B64,
-};
 use crate::support::agent::mock_models_json;
 use crate::support::mock_llm::MockLlm;
+use crate::support::process::{eventually, group_alive, pgid_of, read_pid};
+use crate::support::records::{find, find_all, kinds};
+use crate::support::run::{request_messages, text_reply, LONG, PNG_B64};
 use crate::support::TempDir;
 
 /// A temp workspace (`cwd/`, `agent/`, `home/`, `tmp/`) for one print-mode invocation.
@@ -146,10 +145,6 @@ fn args<'a>(mode: &[&'a str], rest: &[&'a str]) -> Vec<&'a str> {
     v.extend_from_slice(&MOCK_ARGS);
     v.extend_from_slice(rest);
     v
-}
-
-fn text_reply(text: &str) -> Value {
-    json!({"blocks": [{"type": "text", "text": text}]})
 }
 
 fn user_texts(mock: &MockLlm, n: usize) -> Vec<String> {

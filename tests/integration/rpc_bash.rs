@@ -1,14 +1,14 @@
 //! The RPC `bash` command (`rpc-protocol.md` §3.8, `tools.md` §4.3) through the real binary:
 //! streamed output, exit codes, `abort_bash`, truncation, sanitizing, and how the recorded
-//! `bashExecution` messages reach the session and the next request.
+//! `bashExecution` messages reach the session and the next request. `abort_bash` during a
+//! command, which must not wait behind it, is in `regression.rs`.
 
 use serde_json::{json, Value};
 
-use crate::agent_loop::{
-    agent_for, eventually, find, group_alive, pgid_of, read_pid, release, request_messages,
-    run_prompt, wait_for_flag, LONG,
-};
 use crate::support::mock_llm::MockLlm;
+use crate::support::process::{release, wait_for_flag};
+use crate::support::records::{find, norm};
+use crate::support::run::{agent_for, no_llm, request_messages, run_prompt, LONG};
 use crate::support::Agent;
 
 /// The concatenated `delta`s of the updates for `id` among `records`.
@@ -18,10 +18,6 @@ fn deltas(records: &[Value], id: &str) -> String {
         .filter(|r| r["type"] == "bash_execution_update" && r["id"] == id)
         .map(|r| r["delta"].as_str().unwrap().to_string())
         .collect()
-}
-
-fn no_llm() -> MockLlm {
-    MockLlm::start(json!({"replies": []}))
 }
 
 #[test]
@@ -86,64 +82,6 @@ fn bash_streams_output_and_reports_the_exit_code() {
     assert_eq!(
         r,
         json!({"id":"ab","type":"response","command":"abort_bash","success":true})
-    );
-}
-
-/// Starts `command` (which must write its shell pid to `pid.txt` and then print something),
-/// waits for its first output, aborts it, and checks the response order and the process group.
-fn abort_bash_case(command: &str, first_output: &str) {
-    let mock = no_llm();
-    let mut agent = agent_for(&mock).spawn();
-    agent.send(json!({"id": "b", "type": "bash", "command": command}));
-    agent.wait_for_timeout(json!({"type": "bash_execution_update", "id": "b"}), LONG);
-    let pid_file = agent.cwd.join("pid.txt");
-    eventually("the command to write its pid", || {
-        read_pid(&pid_file).is_some()
-    });
-    let pid = read_pid(&pid_file).unwrap();
-    let pgid = pgid_of(pid).expect("the command is running");
-    assert_eq!(pgid, pid, "the command leads its own process group");
-
-    agent.send(json!({"id": "ab", "type": "abort_bash"}));
-    agent.response("b");
-    let (i_ab, ab) = find(&agent.records, json!({"type": "response", "id": "ab"}));
-    let (i_b, b) = find(&agent.records, json!({"type": "response", "id": "b"}));
-    assert!(i_ab < i_b, "abort_bash answers before the cancelled bash");
-    assert_eq!(
-        ab,
-        json!({"id":"ab","type":"response","command":"abort_bash","success":true})
-    );
-    assert_eq!(
-        b,
-        json!({"id":"b","type":"response","command":"bash","success":true,
-               "data":{"output":first_output,"cancelled":true,"truncated":false}})
-    );
-    assert!(
-        !group_alive(pgid),
-        "process group {pgid} survived abort_bash"
-    );
-
-    // The cancelled execution is recorded without an exit code.
-    let r = agent.request("m", json!({"type": "get_messages"}));
-    let msg = &r["data"]["messages"][0];
-    assert_eq!(msg["role"], "bashExecution");
-    assert_eq!(msg["cancelled"], true);
-    assert!(msg.get("exitCode").is_none(), "{msg}");
-}
-
-#[test]
-fn abort_bash_kills_a_sleeping_command() {
-    abort_bash_case(
-        "echo $$ > pid.txt; echo before-sleep; sleep 1000; echo after-sleep",
-        "before-sleep\n",
-    );
-}
-
-#[test]
-fn abort_bash_kills_a_command_that_ignores_sigterm() {
-    abort_bash_case(
-        "trap '' TERM; echo $$ > pid.txt; echo trapped; sleep 1000",
-        "trapped\n",
     );
 }
 
@@ -331,17 +269,17 @@ fn bash_executions_reach_the_next_request_in_the_spec_format() {
     let msgs = r["data"]["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 5);
     assert_eq!(
-        crate::agent_loop::norm(&msgs[0]),
+        norm(&msgs[0]),
         json!({"role":"bashExecution","command":"echo hello; echo oops >&2; exit 3",
                "output":"hello\noops\n","exitCode":3,"cancelled":false,"truncated":false,"timestamp":0})
     );
     assert_eq!(
-        crate::agent_loop::norm(&msgs[3]),
+        norm(&msgs[3]),
         json!({"role":"bashExecution","command":"echo secret-output","output":"secret-output\n",
                "exitCode":0,"cancelled":false,"truncated":false,"timestamp":0,"excludeFromContext":true})
     );
     assert_eq!(
-        crate::agent_loop::norm(&msgs[4]),
+        norm(&msgs[4]),
         json!({"role":"bashExecution","command":"seq 1 2500","output":tail,"exitCode":0,
                "cancelled":false,"truncated":true,"fullOutputPath":full_path,"timestamp":0})
     );

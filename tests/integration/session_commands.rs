@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{json, Value};
 
-use crate::agent_loop::{agent_for, find, norm, request_messages, run_prompt, LONG};
 use crate::support::agent::AgentBuilder;
 use crate::support::mock_llm::MockLlm;
+use crate::support::records::{find, norm};
+use crate::support::run::{agent_for, request_messages, run_prompt, text_reply, LONG};
 use crate::support::Agent;
 
 /// An agent whose session is persisted in the default session directory of its agent dir.
@@ -17,10 +18,6 @@ fn persisted(mock: &MockLlm) -> AgentBuilder {
     agent_for(mock)
         .no_default_args()
         .args(["--provider", "mock", "--model", "mock-sonnet"])
-}
-
-fn text_reply(text: &str) -> Value {
-    json!({"blocks": [{"type": "text", "text": text}]})
 }
 
 /// A fresh request id (`Agent::request` finds the first response with the id).

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use pi_rpc::session::{Entry, SessionError, SessionManager};
 use serde_json::{json, Value};
 
-use super::agent_loop::{agent_for, run_prompt, LONG};
 use crate::support::mock_llm::MockLlm;
+use crate::support::run::{agent_for, run_prompt, LONG};
 use crate::support::TempDir;
 
 const PI_FIXTURES: &[&str] = &[

@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
-use crate::agent_loop::{agent_for, run_prompt};
 use crate::support::mock_llm::MockLlm;
+use crate::support::run::{agent_for, run_prompt};
 
 fn section_names(system: &Value) -> Vec<String> {
     system["sections"]

@@ -1,5 +1,6 @@
-//! Test support shared by the integration tests: a temp workspace and a driver that spawns the
-//! real `pi-rpc` binary and talks to it over pipes.
+//! Test support shared by the integration tests: a temp workspace, a driver that spawns the
+//! real `pi-rpc` binary and talks to it over pipes, and what the tests of runs share (starting
+//! a run against the scripted LLM server, reading its records, the processes it starts).
 
 #![allow(dead_code)]
 
@@ -7,6 +8,9 @@ pub mod agent;
 pub mod llm;
 pub mod mock_llm;
 pub mod outside;
+pub mod process;
+pub mod records;
+pub mod run;
 pub mod tempdir;
 
 pub use agent::Agent;
