@@ -90,7 +90,7 @@ fn execute(
     if cancel.is_cancelled() {
         return Err(Failure::Cancelled);
     }
-    let (model, options, retry) = {
+    let (model, mut options, retry, registry) = {
         let s = rt.state.lock();
         if !s.registry.has_credentials(&s.model.provider) {
             return Err(Failure::Failed(format!(
@@ -99,27 +99,34 @@ fn execute(
                 crate::agent::prompting::login_help()
             )));
         }
-        let auth = s
-            .registry
-            .request_auth(&s.model)
-            .map_err(|e| Failure::Failed(e.to_string()))?;
         let thinking_level = if s.model.reasoning && s.thinking_level != ThinkingLevel::Off {
             s.thinking_level
         } else {
             ThinkingLevel::Off
         };
         let options = StreamOptions {
-            api_key: auth.api_key,
+            api_key: None,
             thinking_level,
             thinking_budgets: s.settings.thinking_budgets(),
             max_tokens: None,
             cache_retention: CacheRetention::None,
             idle_timeout: std::time::Duration::from_millis(s.settings.http_idle_timeout_ms()),
-            headers: auth.headers,
+            headers: Vec::new(),
             session_id: Some(uuid::Uuid::now_v7().to_string()),
         };
-        (s.model.clone(), options, s.settings.retry())
+        (
+            s.model.clone(),
+            options,
+            s.settings.retry(),
+            std::sync::Arc::clone(&s.registry),
+        )
     };
+    // Outside the lock: a `!command` key or header runs a shell command.
+    let auth = registry
+        .request_auth(&model)
+        .map_err(|e| Failure::Failed(e.to_string()))?;
+    options.api_key = auth.api_key;
+    options.headers = auth.headers;
     let on_event = |e: RetryEvent| {
         let event = match e {
             RetryEvent::Scheduled {

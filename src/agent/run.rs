@@ -508,11 +508,24 @@ fn will_retry(
 
 /// One assistant response: `message_start`, `message_update`s, `message_end`.
 fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> AssistantMessage {
-    let (model, ctx, opts) = {
+    let (model, ctx, mut opts, registry) = {
         let s = rt.state.lock();
         let (ctx, opts) = s.llm_request();
-        (s.model.clone(), ctx, opts)
+        (
+            s.model.clone(),
+            ctx,
+            opts,
+            std::sync::Arc::clone(&s.registry),
+        )
     };
+    // Outside the lock: a `!command` key or header runs a shell command.
+    match registry.request_auth(&model) {
+        Ok(auth) => {
+            opts.api_key = auth.api_key;
+            opts.headers = auth.headers;
+        }
+        Err(e) => eprintln!("pi-rpc: {e}"),
+    }
     let started = Instant::now();
     if cancel.is_cancelled() {
         let mut m = AssistantMessage::new(&model, now_ms());
@@ -624,7 +637,8 @@ fn usage_text(usage: &Usage) -> Box<RawValue> {
 }
 
 impl AgentSession {
-    /// The LLM context and options for the next request.
+    /// The LLM context and options for the next request, without credentials (the caller
+    /// resolves them with `registry.request_auth` after releasing the lock).
     pub fn llm_request(&self) -> (crate::llm::types::LlmContext, StreamOptions) {
         let (system_prompt, mut messages) =
             crate::llm::convert::convert_to_llm(&self.messages.to_vec(), &self.model);
@@ -640,21 +654,14 @@ impl AgentSession {
                 parameters: t.parameters,
             })
             .collect();
-        let (api_key, headers) = match self.registry.request_auth(&self.model) {
-            Ok(auth) => (auth.api_key, auth.headers),
-            Err(e) => {
-                eprintln!("pi-rpc: {e}");
-                (None, Vec::new())
-            }
-        };
         let opts = StreamOptions {
-            api_key,
+            api_key: None,
             thinking_level: self.thinking_level,
             thinking_budgets: self.settings.thinking_budgets(),
             max_tokens: None,
             cache_retention: CacheRetention::from_env(),
             idle_timeout: Duration::from_millis(self.settings.http_idle_timeout_ms()),
-            headers,
+            headers: Vec::new(),
             session_id: Some(self.session.session_id().to_string()),
         };
         (

@@ -123,7 +123,9 @@ pub struct AgentSession {
     pub cwd: PathBuf,
     pub agent_dir: PathBuf,
     pub settings: Settings,
-    pub registry: ModelRegistry,
+    /// Never changed after start-up; shared so credentials (a `!command` API key runs a shell
+    /// command) are resolved without the state lock.
+    pub registry: Arc<ModelRegistry>,
     pub model: Model,
     pub thinking_level: ThinkingLevel,
     /// What the command line chose (re-applied to every new session).
@@ -167,7 +169,7 @@ impl AgentSession {
             cwd,
             agent_dir,
             settings,
-            registry,
+            registry: Arc::new(registry),
             model: Model::placeholder(),
             thinking_level: ThinkingLevel::Off,
             startup,

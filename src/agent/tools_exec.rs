@@ -3,6 +3,7 @@
 //! updates and ends are emitted in completion order, and the tool-result messages come back in
 //! call order.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,6 +22,10 @@ use crate::util::now_ms;
 /// How long a batch with a file-changing call waits after its `tool_execution_start` events
 /// reached stdout, so that a client reading the file on that event reads it unchanged.
 const FILE_CHANGE_GRACE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// How many updates of one call may wait for the agent thread before the newest replaces the
+/// last waiting one.
+const PENDING_UPDATES: usize = 16;
 
 /// The tool-result message of one call.
 pub struct ToolCallOutcome {
@@ -191,19 +196,23 @@ pub fn execute_tool_calls(
         }
     }
 
-    // Progress is a snapshot (a tool's partial result so far), so only the latest one per call
-    // needs delivering: tool threads store it in the call's slot and wake the agent thread,
-    // which writes what the slots hold. With a stalled stdout nothing piles up (one value per
-    // call), and a tool never blocks on its progress. Each thread sends one `Done`; the done
-    // channel has room for all of them.
+    // Progress: tool threads put each update in their call's slot and wake the agent thread,
+    // which writes what the slots hold. Every update reaches stdout while the agent thread
+    // keeps up (as in pi, whose first bash update is an empty one); when it falls
+    // `PENDING_UPDATES` behind (a stalled stdout), the newest update replaces the last pending
+    // one: an update is a snapshot (the tool's partial result so far), so the latest is what a
+    // reader needs. Nothing piles up, and a tool never blocks on its progress. Each thread
+    // sends one `Done`; the done channel has room for all of them.
     type Done = (usize, Result<ToolOutput, String>, u64);
-    let latest: Vec<Mutex<Option<Value>>> = (0..calls.len()).map(|_| Mutex::new(None)).collect();
+    let latest: Vec<Mutex<VecDeque<Value>>> = (0..calls.len())
+        .map(|_| Mutex::new(VecDeque::new()))
+        .collect();
     let (wake_tx, wake_rx) = bounded::<()>(1);
     let (done_tx, done_rx) = bounded::<Done>(runnable.len().max(1));
     let emit_latest = |i: usize| {
         // Taken out of the slot first: the lock is never held while writing.
-        let partial = latest[i].lock().take();
-        if let Some(partial) = partial {
+        let pending = std::mem::take(&mut *latest[i].lock());
+        for partial in pending {
             rt.out.event(&Event::ToolExecutionUpdate {
                 tool_call_id: calls[i].id.clone(),
                 tool_name: calls[i].name.clone(),
@@ -236,7 +245,13 @@ pub fn execute_tool_calls(
                     };
                     let start = Instant::now();
                     let result = tool.execute(args, &ctx, &mut |partial| {
-                        *slot.lock() = Some(partial);
+                        {
+                            let mut pending = slot.lock();
+                            if pending.len() == PENDING_UPDATES {
+                                pending.pop_back();
+                            }
+                            pending.push_back(partial);
+                        }
                         let _ = wake_tx.try_send(());
                     });
                     let _ = done_tx.send((i, result, start.elapsed().as_millis() as u64));

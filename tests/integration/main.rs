@@ -17,6 +17,7 @@ mod llm_google;
 mod llm_live;
 mod llm_openai_completions;
 mod llm_openai_responses;
+mod locks;
 mod mock_llm_selftest;
 mod pi_acp;
 mod print_modes;
