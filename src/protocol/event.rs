@@ -1,16 +1,20 @@
-//! Session events written to stdout (`rpc-protocol.md` §5–7). Field order on the wire is the
-//! order of the fields here. Messages travel as JSON values already in their wire shape.
+//! Session events written to stdout (`rpc-protocol.md` §5–7). The `type` tag is the variant's
+//! name in snake_case, field names are camelCase, and field order on the wire is the order of the
+//! fields here. Messages travel as JSON values already in their wire shape.
 
 use serde::Serialize;
 use serde_json::Value;
 
 #[derive(Clone, Debug, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Event {
     AgentStart,
     AgentEnd {
         messages: Vec<Value>,
-        #[serde(rename = "willRetry")]
         will_retry: bool,
     },
     AgentSettled {
@@ -19,7 +23,6 @@ pub enum Event {
     TurnStart,
     TurnEnd {
         message: Value,
-        #[serde(rename = "toolResults")]
         tool_results: Vec<Value>,
     },
     MessageStart {
@@ -30,42 +33,32 @@ pub enum Event {
     /// text instead of rebuilding a JSON object per delta.
     MessageUpdate {
         usage: Box<serde_json::value::RawValue>,
-        #[serde(rename = "assistantMessageEvent")]
         assistant_message_event: Value,
     },
     MessageEnd {
         message: Value,
     },
     ToolExecutionStart {
-        #[serde(rename = "toolCallId")]
         tool_call_id: String,
-        #[serde(rename = "toolName")]
         tool_name: String,
         args: Value,
     },
     ToolExecutionUpdate {
-        #[serde(rename = "toolCallId")]
         tool_call_id: String,
-        #[serde(rename = "toolName")]
         tool_name: String,
         args: Value,
-        #[serde(rename = "partialResult")]
         partial_result: Value,
     },
     ToolExecutionEnd {
-        #[serde(rename = "toolCallId")]
         tool_call_id: String,
-        #[serde(rename = "toolName")]
         tool_name: String,
         result: Value,
-        #[serde(rename = "isError")]
         is_error: bool,
-        #[serde(rename = "durationMs", skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
     },
     QueueUpdate {
         steering: Vec<String>,
-        #[serde(rename = "followUp")]
         follow_up: Vec<String>,
     },
     CompactionStart {
@@ -76,33 +69,26 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         result: Option<Value>,
         aborted: bool,
-        #[serde(rename = "willRetry")]
         will_retry: bool,
-        #[serde(rename = "errorMessage", skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         error_message: Option<String>,
     },
     AutoRetryStart {
         attempt: u32,
-        #[serde(rename = "maxAttempts")]
         max_attempts: u32,
-        #[serde(rename = "delayMs")]
         delay_ms: u64,
-        #[serde(rename = "errorMessage")]
         error_message: String,
     },
     AutoRetryEnd {
         success: bool,
         attempt: u32,
-        #[serde(rename = "finalError", skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         final_error: Option<String>,
     },
     SummarizationRetryScheduled {
         attempt: u32,
-        #[serde(rename = "maxAttempts")]
         max_attempts: u32,
-        #[serde(rename = "delayMs")]
         delay_ms: u64,
-        #[serde(rename = "errorMessage")]
         error_message: String,
     },
     SummarizationRetryAttemptStart {
@@ -127,7 +113,6 @@ pub enum Event {
         delta: String,
     },
     ExtensionError {
-        #[serde(rename = "extensionPath")]
         extension_path: String,
         event: String,
         error: String,
@@ -190,7 +175,9 @@ mod tests {
                 r#"{"type":"message_update","usage":{"input":1},"assistantMessageEvent":{"type":"text_delta"}}"#,
             ),
             (
-                Event::MessageEnd { message: json!(null) },
+                Event::MessageEnd {
+                    message: json!(null),
+                },
                 r#"{"type":"message_end","message":null}"#,
             ),
             (
@@ -360,9 +347,44 @@ mod tests {
                 r#"{"type":"extension_error","extensionPath":"/x.ts","event":"tool_call","error":"boom"}"#,
             ),
         ];
+        let mut seen = [false; VARIANTS];
         for (event, expected) in &cases {
             assert_eq!(wire(event), *expected);
             assert_eq!(serde_json::to_string(event).unwrap(), *expected);
+            seen[variant(event)] = true;
+        }
+        assert!(seen.iter().all(|s| *s), "a variant has no case: {seen:?}");
+    }
+
+    const VARIANTS: usize = 24;
+
+    /// The variant's position (exhaustive, so a new variant needs a case above).
+    fn variant(e: &Event) -> usize {
+        match e {
+            Event::AgentStart => 0,
+            Event::AgentEnd { .. } => 1,
+            Event::AgentSettled { .. } => 2,
+            Event::TurnStart => 3,
+            Event::TurnEnd { .. } => 4,
+            Event::MessageStart { .. } => 5,
+            Event::MessageUpdate { .. } => 6,
+            Event::MessageEnd { .. } => 7,
+            Event::ToolExecutionStart { .. } => 8,
+            Event::ToolExecutionUpdate { .. } => 9,
+            Event::ToolExecutionEnd { .. } => 10,
+            Event::QueueUpdate { .. } => 11,
+            Event::CompactionStart { .. } => 12,
+            Event::CompactionEnd { .. } => 13,
+            Event::AutoRetryStart { .. } => 14,
+            Event::AutoRetryEnd { .. } => 15,
+            Event::SummarizationRetryScheduled { .. } => 16,
+            Event::SummarizationRetryAttemptStart { .. } => 17,
+            Event::SummarizationRetryFinished => 18,
+            Event::EntryAppended { .. } => 19,
+            Event::SessionInfoChanged { .. } => 20,
+            Event::ThinkingLevelChanged { .. } => 21,
+            Event::BashExecutionUpdate { .. } => 22,
+            Event::ExtensionError { .. } => 23,
         }
     }
 }
