@@ -8,8 +8,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::llm::Role;
 use crate::session::context::build_context;
-use crate::session::Entry;
+use crate::session::{Entry, EntryKind};
 
 /// One projected entry and the messages it contributes (possibly none).
 #[derive(Clone, Debug)]
@@ -20,7 +21,10 @@ pub struct Projected<'a> {
 
 /// The entries the context is built from, in order (no messages parsed).
 pub fn projected_entries<'a>(branch: &[&'a Entry]) -> Vec<&'a Entry> {
-    match branch.iter().rposition(|e| e.kind() == "compaction") {
+    match branch
+        .iter()
+        .rposition(|e| e.kind() == EntryKind::Compaction)
+    {
         Some(ci) => {
             let c = branch[ci];
             let mut out = vec![c];
@@ -29,7 +33,7 @@ pub fn projected_entries<'a>(branch: &[&'a Entry]) -> Vec<&'a Entry> {
                     out.extend(
                         branch[start..ci]
                             .iter()
-                            .filter(|e| e.message_role() != Some("system")),
+                            .filter(|e| e.role() != Some(&Role::System)),
                     );
                 }
             }
@@ -44,7 +48,7 @@ pub fn projected_entries<'a>(branch: &[&'a Entry]) -> Vec<&'a Entry> {
 pub fn context_edits(entries: &[&Entry]) -> HashMap<String, Value> {
     let mut edits = HashMap::new();
     for e in entries {
-        if e.kind() == "context_edit" {
+        if e.kind() == EntryKind::ContextEdit {
             if let Some(t) = e.get_str("targetId") {
                 edits.insert(t, e.get("replacement").unwrap_or(Value::Null));
             }
@@ -57,9 +61,10 @@ pub fn context_edits(entries: &[&Entry]) -> HashMap<String, Value> {
 /// a message, a compaction's checkpoint and summary, a branch summary, a custom message.
 pub fn entry_messages(e: &Entry) -> Vec<Value> {
     match e.kind() {
-        "message" | "compaction" | "branch_summary" | "custom_message" => {
-            build_context(&[e]).messages
-        }
+        EntryKind::Message
+        | EntryKind::Compaction
+        | EntryKind::BranchSummary
+        | EntryKind::CustomMessage => build_context(&[e]).messages,
         _ => Vec::new(),
     }
 }
@@ -67,8 +72,8 @@ pub fn entry_messages(e: &Entry) -> Vec<Value> {
 /// Whether an entry contributes anything on its own (without parsing it for most kinds).
 pub fn contributes(e: &Entry) -> bool {
     match e.kind() {
-        "message" | "compaction" => true,
-        "branch_summary" | "custom_message" => !entry_messages(e).is_empty(),
+        EntryKind::Message | EntryKind::Compaction => true,
+        EntryKind::BranchSummary | EntryKind::CustomMessage => !entry_messages(e).is_empty(),
         _ => false,
     }
 }
@@ -82,7 +87,7 @@ pub fn project<'a>(branch: &[&'a Entry]) -> Vec<Projected<'a>> {
         .enumerate()
         .map(|(i, e)| {
             // Only the newest compaction (index 0) contributes.
-            let mut messages = if e.kind() == "compaction" && i != 0 {
+            let mut messages = if e.kind() == EntryKind::Compaction && i != 0 {
                 Vec::new()
             } else {
                 entry_messages(e)
@@ -104,15 +109,14 @@ pub fn project<'a>(branch: &[&'a Entry]) -> Vec<Projected<'a>> {
 /// A `context_edit` replacement: the content of user/assistant/toolResult/custom messages is
 /// replaced (a string becomes one text block for assistant and toolResult).
 fn apply_replacement(msg: &mut Value, rep: &serde_json::Map<String, Value>) {
+    let text_blocks = match Role::of(msg) {
+        Some(Role::Assistant | Role::ToolResult) => true,
+        Some(Role::User | Role::Custom) => false,
+        _ => return,
+    };
     let Value::Object(m) = msg else { return };
-    let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-    if !matches!(role, "user" | "assistant" | "toolResult" | "custom") {
-        return;
-    }
     let content = match rep.get("content") {
-        Some(Value::String(s)) if matches!(role, "assistant" | "toolResult") => {
-            serde_json::json!([{"type": "text", "text": s}])
-        }
+        Some(Value::String(s)) if text_blocks => serde_json::json!([{"type": "text", "text": s}]),
         Some(c) => c.clone(),
         None => Value::Null,
     };

@@ -4,8 +4,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::entry::Entry;
+use super::entry::{Entry, EntryKind};
 use super::messages::ContextMessages;
+use crate::llm::Role;
 use crate::util;
 
 /// What the active branch says about model, thinking level and messages.
@@ -43,15 +44,15 @@ pub fn branch_selection(branch: &[&Entry]) -> Selection {
             break;
         }
         match e.kind() {
-            "thinking_level_change" if sel.thinking_level.is_none() => {
+            EntryKind::ThinkingLevelChange if sel.thinking_level.is_none() => {
                 sel.thinking_level = e.get_str("thinkingLevel");
             }
-            "model_change" if sel.model.is_none() => {
+            EntryKind::ModelChange if sel.model.is_none() => {
                 if let (Some(p), Some(m)) = (e.get_str("provider"), e.get_str("modelId")) {
                     sel.model = Some((p, m));
                 }
             }
-            "message" if sel.model.is_none() && e.message_role() == Some("assistant") => {
+            EntryKind::Message if sel.model.is_none() && e.role() == Some(&Role::Assistant) => {
                 #[derive(serde::Deserialize)]
                 struct ModelOf {
                     message: ModelFields,
@@ -107,7 +108,9 @@ pub fn build_messages(branch: &[&Entry]) -> ContextMessages {
     let mut out = ContextMessages::new();
 
     // The projected entries: after the latest compaction, its kept tail.
-    let compaction_pos = branch.iter().rposition(|e| e.kind() == "compaction");
+    let compaction_pos = branch
+        .iter()
+        .rposition(|e| e.kind() == EntryKind::Compaction);
     let projected: Vec<&Entry> = match compaction_pos {
         Some(ci) => {
             let c = branch[ci];
@@ -118,7 +121,7 @@ pub fn build_messages(branch: &[&Entry]) -> ContextMessages {
                     out.extend(
                         branch[start..ci]
                             .iter()
-                            .filter(|e| e.message_role() != Some("system")),
+                            .filter(|e| e.role() != Some(&Role::System)),
                     );
                 }
             }
@@ -131,7 +134,7 @@ pub fn build_messages(branch: &[&Entry]) -> ContextMessages {
     // Latest context_edit per target wins.
     let mut edits: HashMap<String, Value> = HashMap::new();
     for e in &projected {
-        if e.kind() == "context_edit" {
+        if e.kind() == EntryKind::ContextEdit {
             if let Some(t) = e.get_str("targetId") {
                 edits.insert(t, e.get("replacement").unwrap_or(Value::Null));
             }
@@ -145,7 +148,7 @@ pub fn build_messages(branch: &[&Entry]) -> ContextMessages {
         }
         let mut ctx = SessionContext::default();
         match e.kind() {
-            "message" => {
+            EntryKind::Message => {
                 if edit.is_none() {
                     if let Some(raw) = e.message_raw().filter(|r| keeps_content(r)) {
                         out.push_raw(raw.to_owned());
@@ -158,7 +161,7 @@ pub fn build_messages(branch: &[&Entry]) -> ContextMessages {
             }
             // Only the newest compaction (index 0) contributes; an older one inside the kept
             // range is skipped.
-            "compaction" if i == 0 => {
+            EntryKind::Compaction if i == 0 => {
                 if let Some(sys) = e.get("systemMessage") {
                     if is_truthy(&sys) {
                         ctx.messages.push(sys);
@@ -175,7 +178,7 @@ pub fn build_messages(branch: &[&Entry]) -> ContextMessages {
                 m.insert("timestamp".into(), entry_ts_ms(e));
                 ctx.messages.push(Value::Object(m));
             }
-            "branch_summary" => {
+            EntryKind::BranchSummary => {
                 let Some(summary) = e.get("summary").filter(is_truthy) else {
                     continue;
                 };
@@ -188,7 +191,7 @@ pub fn build_messages(branch: &[&Entry]) -> ContextMessages {
                 m.insert("timestamp".into(), entry_ts_ms(e));
                 ctx.messages.push(Value::Object(m));
             }
-            "custom_message" => {
+            EntryKind::CustomMessage => {
                 let entry = e.to_map();
                 let mut m = Map::new();
                 m.insert("role".into(), "custom".into());
@@ -248,15 +251,14 @@ fn is_truthy(v: &Value) -> bool {
 /// A `context_edit` replacement: the content of user/assistant/toolResult/custom messages is
 /// replaced (a string becomes one text block for assistant and toolResult).
 fn apply_replacement(msg: &mut Value, rep: &Map<String, Value>) {
+    let text_blocks = match Role::of(msg) {
+        Some(Role::Assistant | Role::ToolResult) => true,
+        Some(Role::User | Role::Custom) => false,
+        _ => return,
+    };
     let Value::Object(m) = msg else { return };
-    let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-    if !matches!(role, "user" | "assistant" | "toolResult" | "custom") {
-        return;
-    }
     let content = match rep.get("content") {
-        Some(Value::String(s)) if matches!(role, "assistant" | "toolResult") => {
-            serde_json::json!([{"type": "text", "text": s}])
-        }
+        Some(Value::String(s)) if text_blocks => serde_json::json!([{"type": "text", "text": s}]),
         Some(c) => c.clone(),
         None => Value::Null,
     };
@@ -265,15 +267,16 @@ fn apply_replacement(msg: &mut Value, rep: &Map<String, Value>) {
 
 /// Null or missing content: system → `""`, user/assistant/toolResult → `[]`.
 fn normalize_null_content(msg: &mut Value) {
-    let Value::Object(m) = msg else { return };
-    if !matches!(m.get("content"), None | Some(Value::Null)) {
+    if !matches!(msg.get("content"), None | Some(Value::Null)) {
         return;
     }
-    match m.get("role").and_then(Value::as_str) {
-        Some("system") => {
+    let role = Role::of(msg);
+    let Value::Object(m) = msg else { return };
+    match role {
+        Some(Role::System) => {
             m.insert("content".into(), Value::from(""));
         }
-        Some("user") | Some("assistant") | Some("toolResult") => {
+        Some(Role::User | Role::Assistant | Role::ToolResult) => {
             m.insert("content".into(), Value::Array(Vec::new()));
         }
         _ => {}

@@ -23,7 +23,7 @@ pub mod stats;
 pub mod tree;
 pub mod value;
 
-pub use entry::Entry;
+pub use entry::{Entry, EntryKind};
 pub use load::LoadError;
 pub use manager::{ForkMessage, Forked, Label, SessionError, SessionHeader, SessionManager};
 pub use stats::SessionTotals;
