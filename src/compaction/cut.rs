@@ -7,9 +7,9 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::estimate::{estimate_projected_context_tokens, estimate_tokens};
-use super::projection::{contributes, project, Projected};
 use super::serialize::FileOps;
 use crate::llm::Role;
+use crate::session::projection::{contributes, project, Projected};
 use crate::session::{Entry, EntryKind};
 
 /// Why there is nothing to compact.

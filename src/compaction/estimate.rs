@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use super::projection::Projected;
 use crate::llm::Role;
+use crate::session::projection::Projected;
 use crate::session::{Entry, EntryKind};
 
 /// Characters counted for one image block.

@@ -5,8 +5,8 @@ use serde_json::Value;
 use super::estimate::{
     current_system_message, estimate_context, estimate_tokens, is_usable_assistant,
 };
-use super::projection::{context_edits, projected_entries};
 use crate::llm::Role;
+use crate::session::projection::{context_edits, projected_entries};
 use crate::session::{Entry, EntryKind};
 
 /// The entry of the branch holding the assistant message stamped `timestamp` (searched from
