@@ -7,9 +7,10 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::estimate::{estimate_projected_context_tokens, estimate_tokens};
-use super::projection::{contributes, project, Projected};
 use super::serialize::FileOps;
-use crate::session::Entry;
+use crate::llm::Role;
+use crate::session::projection::{contributes, project, Projected};
+use crate::session::{Entry, EntryKind};
 
 /// Why there is nothing to compact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,28 +52,30 @@ pub struct CutPoint {
     pub is_split_turn: bool,
 }
 
-fn role(m: &Value) -> &str {
-    m.get("role").and_then(Value::as_str).unwrap_or("")
-}
-
 /// A message the kept part may start with (never a tool result: it must follow its call).
 fn is_cut_point_message(m: &Value) -> bool {
-    matches!(
-        role(m),
-        "user" | "assistant" | "bashExecution" | "custom" | "branchSummary" | "compactionSummary"
-    )
+    Role::of(m).is_some_and(|r| r == Role::Assistant || starts_turn(&r))
 }
 
 /// A message that starts a turn.
 fn is_turn_start_message(m: &Value) -> bool {
-    matches!(
-        role(m),
-        "user" | "bashExecution" | "custom" | "branchSummary" | "compactionSummary"
-    )
+    Role::of(m).is_some_and(|r| starts_turn(&r))
+}
+
+/// Whether a message of `role` starts a turn: input from the user or on the user's side.
+fn starts_turn(role: &Role) -> bool {
+    match role {
+        Role::User
+        | Role::BashExecution
+        | Role::Custom
+        | Role::BranchSummary
+        | Role::CompactionSummary => true,
+        Role::System | Role::Assistant | Role::ToolResult | Role::Other(_) => false,
+    }
 }
 
 fn is_turn_start(p: &Projected<'_>) -> bool {
-    p.entry.kind() != "compaction" && p.messages.iter().any(is_turn_start_message)
+    p.entry.kind() != EntryKind::Compaction && p.messages.iter().any(is_turn_start_message)
 }
 
 /// pi's `findProjectedCutPoint` over `entries[start..end]`.
@@ -84,7 +87,7 @@ pub fn find_cut_point(
 ) -> CutPoint {
     let cut_points: Vec<usize> = (start..end)
         .filter(|&i| {
-            entries[i].entry.kind() != "compaction"
+            entries[i].entry.kind() != EntryKind::Compaction
                 && entries[i].messages.iter().any(is_cut_point_message)
         })
         .collect();
@@ -118,7 +121,8 @@ pub fn find_cut_point(
     // A failed attempt hidden for recovery (and its hiding edits) after the last visible input
     // belongs to the kept part: advance past that input only for such a closed suffix.
     let suffix = &entries[(cut + 1).min(end)..end];
-    let visible = |p: &Projected<'_>| p.entry.kind() != "context_edit" && contributes(p.entry);
+    let visible =
+        |p: &Projected<'_>| p.entry.kind() != EntryKind::ContextEdit && contributes(p.entry);
     let omitted = |p: &Projected<'_>| visible(p) && p.messages.is_empty();
     let omitted_ids: HashSet<&str> = suffix
         .iter()
@@ -126,7 +130,7 @@ pub fn find_cut_point(
         .map(|p| p.entry.id())
         .collect();
     let external_replacement = suffix.iter().any(|p| {
-        p.entry.kind() == "context_edit"
+        p.entry.kind() == EntryKind::ContextEdit
             && !matches!(p.entry.get("replacement"), Some(Value::Null))
             && !p
                 .entry
@@ -137,10 +141,10 @@ pub fn find_cut_point(
         && !external_replacement
         && suffix
             .iter()
-            .any(|p| p.entry.message_role() == Some("assistant") && omitted(p))
+            .any(|p| p.entry.role() == Some(&Role::Assistant) && omitted(p))
         && suffix
             .iter()
-            .all(|p| p.entry.kind() != "compaction" && (!visible(p) || omitted(p)));
+            .all(|p| p.entry.kind() != EntryKind::Compaction && (!visible(p) || omitted(p)));
     if recovery_suffix {
         cut += 1;
     }
@@ -148,7 +152,7 @@ pub fn find_cut_point(
     // Entries that add nothing to the context (model changes…) just before the cut stay with it.
     while cut > start {
         let prev = &entries[cut - 1];
-        if prev.entry.kind() == "compaction" || !prev.messages.is_empty() {
+        if prev.entry.kind() == EntryKind::Compaction || !prev.messages.is_empty() {
             break;
         }
         cut -= 1;
@@ -171,22 +175,25 @@ pub fn find_cut_point(
 fn summarizable(entries: &[Projected<'_>]) -> Vec<Value> {
     entries
         .iter()
-        .filter(|p| p.entry.kind() != "compaction")
+        .filter(|p| p.entry.kind() != EntryKind::Compaction)
         .flat_map(|p| p.messages.iter())
-        .filter(|m| role(m) != "system")
+        .filter(|m| Role::of(m) != Some(Role::System))
         .cloned()
         .collect()
 }
 
 /// pi's `prepareCompaction` for the active branch.
 pub fn prepare(branch: &[&Entry], keep_recent_tokens: u64) -> Result<Preparation, Unprepared> {
-    if branch.last().is_some_and(|e| e.kind() == "compaction") {
+    if branch
+        .last()
+        .is_some_and(|e| e.kind() == EntryKind::Compaction)
+    {
         return Err(Unprepared::AlreadyCompacted);
     }
     let projection = project(branch);
     let prev_compaction = projection
         .iter()
-        .position(|p| p.entry.kind() == "compaction" && !p.messages.is_empty());
+        .position(|p| p.entry.kind() == EntryKind::Compaction && !p.messages.is_empty());
     let (previous_summary, start) = match prev_compaction {
         Some(i) => (projection[i].entry.get_str("summary"), i + 1),
         None => (None, 0),
@@ -392,8 +399,8 @@ mod tests {
         assert_eq!(p.previous_summary.as_deref(), Some("S1"));
         assert_eq!(p.first_kept_entry_id, "u3");
         // Summarized: the kept part of the previous compaction (u2, a2), not its summary.
-        let roles: Vec<&str> = p.messages_to_summarize.iter().map(role).collect();
-        assert_eq!(roles, ["user", "assistant"]);
+        let roles: Vec<Option<Role>> = p.messages_to_summarize.iter().map(Role::of).collect();
+        assert_eq!(roles, [Some(Role::User), Some(Role::Assistant)]);
         assert_eq!(p.file_ops.lists().0, ["r.rs"]);
         assert_eq!(p.tokens_before, 50);
     }

@@ -3,8 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::projection::Projected;
-use crate::session::Entry;
+use crate::llm::Role;
+use crate::session::projection::Projected;
+use crate::session::{Entry, EntryKind};
 
 /// Characters counted for one image block.
 const IMAGE_CHARS: usize = 4800;
@@ -35,11 +36,10 @@ fn str_chars(v: Option<&Value>) -> usize {
 
 /// `ceil(chars / 4)` for one message.
 pub fn estimate_tokens(msg: &Value) -> u64 {
-    let chars = match msg.get("role").and_then(Value::as_str) {
-        Some("user") | Some("custom") | Some("toolResult") => {
-            msg.get("content").map_or(0, text_chars)
-        }
-        Some("assistant") => msg
+    let Some(role) = Role::of(msg) else { return 0 };
+    let chars = match role {
+        Role::User | Role::Custom | Role::ToolResult => msg.get("content").map_or(0, text_chars),
+        Role::Assistant => msg
             .get("content")
             .and_then(Value::as_array)
             .map_or(0, |blocks| {
@@ -57,9 +57,9 @@ pub fn estimate_tokens(msg: &Value) -> u64 {
                     })
                     .sum()
             }),
-        Some("bashExecution") => str_chars(msg.get("command")) + str_chars(msg.get("output")),
-        Some("compactionSummary") | Some("branchSummary") => str_chars(msg.get("summary")),
-        Some("system") => {
+        Role::BashExecution => str_chars(msg.get("command")) + str_chars(msg.get("output")),
+        Role::CompactionSummary | Role::BranchSummary => str_chars(msg.get("summary")),
+        Role::System => {
             let sections = msg
                 .get("sections")
                 .and_then(Value::as_object)
@@ -70,7 +70,7 @@ pub fn estimate_tokens(msg: &Value) -> u64 {
                     .get("toolsAdded")
                     .map_or(0, |t| js_len(&crate::llm::stream::js_stringify(t)))
         }
-        _ => 0,
+        Role::Other(_) => 0,
     };
     chars.div_ceil(4) as u64
 }
@@ -89,7 +89,7 @@ pub fn usage_context_tokens(usage: &Value) -> u64 {
 /// An assistant message whose usage says how big the context was: not aborted or failed, and
 /// with non-zero usage.
 pub fn is_usable_assistant(msg: &Value) -> bool {
-    msg.get("role").and_then(Value::as_str) == Some("assistant")
+    Role::of(msg) == Some(Role::Assistant)
         && !matches!(
             msg.get("stopReason").and_then(Value::as_str),
             Some("aborted") | Some("error")
@@ -160,7 +160,7 @@ pub fn estimate_projected_context_tokens(projection: &[Projected<'_>], branch: &
             .map_or(-1, |i| i as i64);
         let latest_invalidating = branch
             .iter()
-            .rposition(|e| matches!(e.kind(), "context_edit" | "compaction"))
+            .rposition(|e| matches!(e.kind(), EntryKind::ContextEdit | EntryKind::Compaction))
             .map_or(-1, |i| i as i64);
         if usage_entry_index > latest_invalidating {
             return estimate.tokens;
@@ -169,7 +169,7 @@ pub fn estimate_projected_context_tokens(projection: &[Projected<'_>], branch: &
     let system = current_system_message(messages.iter().copied(), None);
     let mut tokens = system.as_ref().map_or(0, estimate_tokens);
     for m in &messages {
-        if m.get("role").and_then(Value::as_str) != Some("system") {
+        if Role::of(m) != Some(Role::System) {
             tokens += estimate_tokens(m);
         }
     }
@@ -203,7 +203,7 @@ where
     let mut first_ts: Option<Value> = None;
     let mut any = false;
     for m in messages {
-        if m.get("role").and_then(Value::as_str) != Some("system") {
+        if Role::of(m) != Some(Role::System) {
             continue;
         }
         any = true;

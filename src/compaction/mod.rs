@@ -3,7 +3,7 @@
 //! command, threshold and overflow compaction with their events) is `agent::compaction`.
 //!
 //! - [`estimate`]: token estimates, the current system message;
-//! - [`projection`]: the context entries of a branch and the messages each contributes;
+//! - [`projection`]: the projection's entry list and edits (from `session::projection`);
 //! - [`tokens`]: the context size for the threshold checks and `contextUsage`;
 //! - [`cut`]: where to cut, what to summarize (`prepare`);
 //! - [`serialize`]: the conversation as text, the file lists;

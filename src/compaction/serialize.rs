@@ -12,6 +12,7 @@ use crate::llm::convert::{
     COMPACTION_SUMMARY_SUFFIX,
 };
 use crate::llm::stream::js_stringify;
+use crate::llm::Role;
 
 /// Longest tool result text kept in a serialized conversation (UTF-16 code units).
 pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
@@ -47,24 +48,24 @@ fn truncate_for_summary(text: &str, max: usize) -> String {
 /// `contentText(content, "")`); `None` for messages that are not user-like.
 fn user_like_text(msg: &Value) -> Option<String> {
     let m = msg.as_object()?;
-    match m.get("role").and_then(Value::as_str)? {
-        "user" | "custom" => Some(content_text(m.get("content"), "")),
-        "bashExecution" => {
+    match Role::of(msg)? {
+        Role::User | Role::Custom => Some(content_text(m.get("content"), "")),
+        Role::BashExecution => {
             if m.get("excludeFromContext").and_then(Value::as_bool) == Some(true) {
                 None
             } else {
                 Some(bash_execution_text(m))
             }
         }
-        "compactionSummary" => Some(format!(
+        Role::CompactionSummary => Some(format!(
             "{COMPACTION_SUMMARY_PREFIX}{}{COMPACTION_SUMMARY_SUFFIX}",
             m.get("summary").and_then(Value::as_str).unwrap_or("")
         )),
-        "branchSummary" => Some(format!(
+        Role::BranchSummary => Some(format!(
             "{BRANCH_SUMMARY_PREFIX}{}{BRANCH_SUMMARY_SUFFIX}",
             m.get("summary").and_then(Value::as_str).unwrap_or("")
         )),
-        _ => None,
+        Role::System | Role::Assistant | Role::ToolResult | Role::Other(_) => None,
     }
 }
 
@@ -74,8 +75,8 @@ fn user_like_text(msg: &Value) -> Option<String> {
 pub fn serialize_conversation(messages: &[Value]) -> String {
     let mut parts: Vec<String> = Vec::new();
     for msg in messages {
-        match msg.get("role").and_then(Value::as_str) {
-            Some("assistant") => {
+        match Role::of(msg) {
+            Some(Role::Assistant) => {
                 let blocks = msg
                     .get("content")
                     .and_then(Value::as_array)
@@ -110,7 +111,7 @@ pub fn serialize_conversation(messages: &[Value]) -> String {
                     parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
                 }
             }
-            Some("toolResult") => {
+            Some(Role::ToolResult) => {
                 let text = content_text(msg.get("content"), "");
                 if !text.is_empty() {
                     parts.push(format!(
@@ -159,8 +160,8 @@ impl FileOps {
 
     /// The tool calls of an assistant message, or the nested calls recorded on a tool result.
     pub fn add_message(&mut self, msg: &Value) {
-        match msg.get("role").and_then(Value::as_str) {
-            Some("assistant") => {
+        match Role::of(msg) {
+            Some(Role::Assistant) => {
                 for b in msg
                     .get("content")
                     .and_then(Value::as_array)
@@ -175,7 +176,7 @@ impl FileOps {
                     }
                 }
             }
-            Some("toolResult") => {
+            Some(Role::ToolResult) => {
                 for call in msg
                     .get("nestedCalls")
                     .and_then(|n| n.get("calls"))

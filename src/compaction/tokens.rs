@@ -5,14 +5,15 @@ use serde_json::Value;
 use super::estimate::{
     current_system_message, estimate_context, estimate_tokens, is_usable_assistant,
 };
-use super::projection::{context_edits, projected_entries};
-use crate::session::Entry;
+use crate::llm::Role;
+use crate::session::projection::{context_edits, projected_entries};
+use crate::session::{Entry, EntryKind};
 
 /// The entry of the branch holding the assistant message stamped `timestamp` (searched from
 /// the end; the message is normally one of the last).
 pub fn assistant_entry<'a>(branch: &[&'a Entry], timestamp: u64) -> Option<&'a Entry> {
     branch.iter().rev().copied().find(|e| {
-        e.message_role() == Some("assistant")
+        e.role() == Some(&Role::Assistant)
             && e.get("message")
                 .and_then(|m| m.get("timestamp").and_then(Value::as_u64))
                 == Some(timestamp)
@@ -32,7 +33,7 @@ pub fn context_tokens(branch: &[&Entry], messages: &[Value]) -> u64 {
             .and_then(|e| branch.iter().position(|b| std::ptr::eq(*b, e)));
         let invalidating = branch
             .iter()
-            .rposition(|e| matches!(e.kind(), "context_edit" | "compaction"));
+            .rposition(|e| matches!(e.kind(), EntryKind::ContextEdit | EntryKind::Compaction));
         match (usage_index, invalidating) {
             (Some(u), Some(inv)) if u > inv => return estimate.tokens,
             (Some(_), None) => return estimate.tokens,
@@ -48,14 +49,16 @@ pub fn full_estimate(messages: &[Value]) -> u64 {
     system.as_ref().map_or(0, estimate_tokens)
         + messages
             .iter()
-            .filter(|m| m.get("role").and_then(Value::as_str) != Some("system"))
+            .filter(|m| Role::of(m) != Some(Role::System))
             .map(estimate_tokens)
             .sum::<u64>()
 }
 
 /// The latest compaction of the branch, as an index.
 pub fn latest_compaction(branch: &[&Entry]) -> Option<usize> {
-    branch.iter().rposition(|e| e.kind() == "compaction")
+    branch
+        .iter()
+        .rposition(|e| e.kind() == EntryKind::Compaction)
 }
 
 /// `contextUsage.tokens` (pi's `getContextUsage`): `None` after a compaction until an assistant
@@ -65,7 +68,7 @@ pub fn context_usage_tokens(branch: &[&Entry], messages: &[Value]) -> Option<u64
         let projected = projected_entries(branch);
         let edits = context_edits(&projected);
         let has_usage_after = branch[ci + 1..].iter().any(|e| {
-            e.message_role() == Some("assistant")
+            e.role() == Some(&Role::Assistant)
                 && !matches!(edits.get(e.id()), Some(Value::Null))
                 && e.message().is_some_and(|m| is_usable_assistant(&m))
         });

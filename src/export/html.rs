@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use super::node_error::nul_path_message;
 use super::output_path::normalize_output_path;
-use crate::session::{Entry, SessionManager};
+use crate::llm::Role;
+use crate::session::{Entry, EntryKind, SessionManager};
 
 /// Why `export_html` failed. The `Display` text is the RPC error.
 #[derive(Debug)]
@@ -183,7 +184,7 @@ pub fn render_html(manager: &SessionManager, out: &mut impl Write) -> io::Result
     // Entries hidden from the model by a context_edit (latest edit per target).
     let mut hidden: HashSet<String> = HashSet::new();
     for e in &branch {
-        if e.kind() == "context_edit" {
+        if e.kind() == EntryKind::ContextEdit {
             if let Some(t) = e.get_str("targetId") {
                 if matches!(e.get("replacement"), None | Some(Value::Null)) {
                     hidden.insert(t);
@@ -270,12 +271,15 @@ fn totals(entries: &[Entry]) -> (usize, u64, f64) {
     }
     let (mut messages, mut tokens, mut cost) = (0usize, 0f64, 0f64);
     for e in entries {
-        if e.kind() == "message" {
+        if e.kind() == EntryKind::Message {
             messages += 1;
         }
         if !matches!(
             e.kind(),
-            "message" | "compaction" | "branch_summary" | "usage"
+            EntryKind::Message
+                | EntryKind::Compaction
+                | EntryKind::BranchSummary
+                | EntryKind::Usage
         ) {
             continue;
         }
@@ -420,13 +424,13 @@ fn content(out: &mut impl Write, content: Option<&Value>) -> io::Result<()> {
 
 fn render_entry(out: &mut impl Write, e: &Entry, hidden: bool) -> io::Result<()> {
     match e.kind() {
-        "message" => {
+        EntryKind::Message => {
             let Some(msg) = e.message() else {
                 return Ok(());
             };
             render_message(out, e, &msg, hidden)
         }
-        "compaction" => {
+        EntryKind::Compaction => {
             let tokens = e
                 .get("tokensBefore")
                 .and_then(|v| v.as_u64())
@@ -445,7 +449,7 @@ fn render_entry(out: &mut impl Write, e: &Entry, hidden: bool) -> io::Result<()>
             text_div(out, &e.get_str("summary").unwrap_or_default())?;
             writeln!(out, "</section>")
         }
-        "branch_summary" => {
+        EntryKind::BranchSummary => {
             open_card(out, "summary-box", "branch summary", e, false, &[])?;
             writeln!(
                 out,
@@ -454,41 +458,47 @@ fn render_entry(out: &mut impl Write, e: &Entry, hidden: bool) -> io::Result<()>
             text_div(out, &e.get_str("summary").unwrap_or_default())?;
             writeln!(out, "</section>")
         }
-        "custom_message" => {
+        EntryKind::CustomMessage => {
             let ct = e.get_str("customType").unwrap_or_default();
             open_card(out, "custom", &format!("custom: {ct}"), e, hidden, &[])?;
             content(out, e.get("content").as_ref())?;
             writeln!(out, "</section>")
         }
-        "model_change" => writeln!(
+        EntryKind::ModelChange => writeln!(
             out,
             "<div class=\"note\">Model: {}/{}</div>",
             escape(&e.get_str("provider").unwrap_or_default()),
             escape(&e.get_str("modelId").unwrap_or_default())
         ),
-        "thinking_level_change" => writeln!(
+        EntryKind::ThinkingLevelChange => writeln!(
             out,
             "<div class=\"note\">Thinking level: {}</div>",
             escape(&e.get_str("thinkingLevel").unwrap_or_default())
         ),
-        "session_info" => writeln!(
+        EntryKind::SessionInfo => writeln!(
             out,
             "<div class=\"note\">Session name: {}</div>",
             escape(&e.get_str("name").unwrap_or_default())
         ),
-        _ => Ok(()),
+        EntryKind::Session
+        | EntryKind::Custom
+        | EntryKind::Label
+        | EntryKind::ContextEdit
+        | EntryKind::Usage
+        | EntryKind::Other(_) => Ok(()),
     }
 }
 
 fn render_message(out: &mut impl Write, e: &Entry, msg: &Value, hidden: bool) -> io::Result<()> {
-    match str_of(msg, "role").unwrap_or("") {
-        "system" => render_system(out, msg),
-        "user" => {
+    let role = Role::of(msg);
+    match role {
+        Some(Role::System) => render_system(out, msg),
+        Some(Role::User) => {
             open_card(out, "user", "user", e, hidden, &[])?;
             content(out, msg.get("content"))?;
             writeln!(out, "</section>")
         }
-        "assistant" => {
+        Some(Role::Assistant) => {
             let stop = str_of(msg, "stopReason").unwrap_or("");
             let failed = matches!(stop, "error" | "aborted");
             let class = if failed {
@@ -527,7 +537,7 @@ fn render_message(out: &mut impl Write, e: &Entry, msg: &Value, hidden: bool) ->
                 escape(&foot.join(" · "))
             )
         }
-        "toolResult" => {
+        Some(Role::ToolResult) => {
             let is_err = msg.get("isError").and_then(Value::as_bool) == Some(true);
             let class = if is_err {
                 "tool-result error"
@@ -555,7 +565,7 @@ fn render_message(out: &mut impl Write, e: &Entry, msg: &Value, hidden: bool) ->
             }
             writeln!(out, "</section>")
         }
-        "bashExecution" => {
+        Some(Role::BashExecution) => {
             let cancelled = msg.get("cancelled").and_then(Value::as_bool) == Some(true);
             let code = msg.get("exitCode").and_then(Value::as_i64);
             let failed = cancelled || code.is_some_and(|c| c != 0);
@@ -591,13 +601,14 @@ fn render_message(out: &mut impl Write, e: &Entry, msg: &Value, hidden: bool) ->
             }
             writeln!(out, "</section>")
         }
-        "custom" => {
+        Some(Role::Custom) => {
             let ct = str_of(msg, "customType").unwrap_or("");
             open_card(out, "custom", &format!("custom: {ct}"), e, hidden, &[])?;
             content(out, msg.get("content"))?;
             writeln!(out, "</section>")
         }
-        other => {
+        Some(Role::BranchSummary | Role::CompactionSummary | Role::Other(_)) | None => {
+            let other = role.as_ref().map_or("", Role::as_str);
             open_card(out, "other", other, e, hidden, &[])?;
             pre(out, &serde_json::to_string_pretty(msg).unwrap_or_default())?;
             writeln!(out, "</section>")

@@ -15,6 +15,7 @@
 use serde_json::Value;
 
 use super::model::{number_to_u64, Model};
+use super::role::Role;
 use super::types::{
     content_from_value, AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason, Tool,
 };
@@ -78,44 +79,44 @@ fn user_blocks(v: Option<&Value>) -> Vec<ContentBlock> {
 fn convert_one(v: &Value) -> Option<LlmMessage> {
     let m = v.as_object()?;
     let ts = timestamp_of(m);
-    match str_field(m, "role")? {
-        "user" => Some(LlmMessage::User {
+    match Role::of(v)? {
+        Role::User => Some(LlmMessage::User {
             content: user_blocks(m.get("content")),
             timestamp: ts,
         }),
-        "assistant" => AssistantMessage::from_value(v).map(LlmMessage::Assistant),
-        "toolResult" => Some(LlmMessage::ToolResult {
+        Role::Assistant => AssistantMessage::from_value(v).map(LlmMessage::Assistant),
+        Role::ToolResult => Some(LlmMessage::ToolResult {
             tool_call_id: str_field(m, "toolCallId").unwrap_or_default().to_owned(),
             tool_name: str_field(m, "toolName").unwrap_or_default().to_owned(),
             content: user_blocks(m.get("content")),
             is_error: m.get("isError").and_then(Value::as_bool).unwrap_or(false),
         }),
-        "bashExecution" => {
+        Role::BashExecution => {
             if m.get("excludeFromContext").and_then(Value::as_bool) == Some(true) {
                 return None;
             }
             Some(user_text(bash_execution_text(m), ts))
         }
-        "custom" => Some(LlmMessage::User {
+        Role::Custom => Some(LlmMessage::User {
             content: user_blocks(m.get("content")),
             timestamp: ts,
         }),
-        "compactionSummary" => {
+        Role::CompactionSummary => {
             let summary = str_field(m, "summary").unwrap_or_default();
             Some(user_text(
                 format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}"),
                 ts,
             ))
         }
-        "branchSummary" => {
+        Role::BranchSummary => {
             let summary = str_field(m, "summary").unwrap_or_default();
             Some(user_text(
                 format!("{BRANCH_SUMMARY_PREFIX}{summary}{BRANCH_SUMMARY_SUFFIX}"),
                 ts,
             ))
         }
-        // "system" folds into the system prompt; unknown roles are not sent.
-        _ => None,
+        // System messages fold into the system prompt; unknown roles are not sent.
+        Role::System | Role::Other(_) => None,
     }
 }
 
@@ -161,7 +162,7 @@ fn content_text(v: Option<&Value>) -> String {
 }
 
 fn is_system(v: &Value) -> bool {
-    v.get("role").and_then(Value::as_str) == Some("system")
+    Role::of(v) == Some(Role::System)
 }
 
 /// The system prompt after replaying every system message (pi's `getCurrentSystemPrompt`):

@@ -4,10 +4,12 @@
 pub mod auth;
 pub mod model;
 pub mod registry;
+mod role;
 pub mod thinking;
 
 pub use model::{Model, ModelCost};
 pub use registry::ModelRegistry;
+pub(crate) use role::Role;
 pub use thinking::ThinkingLevel;
 pub mod anthropic;
 pub mod convert;

@@ -1,12 +1,12 @@
-//! Rebuilding the agent's message list from the active branch (`session-format.md` §6).
+//! Rebuilding the agent's message list, model and thinking level from the active branch
+//! (`session-format.md` §6); the messages come from the branch's [projection](super::projection).
 
-use std::collections::HashMap;
+use serde_json::Value;
 
-use serde_json::{Map, Value};
-
-use super::entry::Entry;
+use super::entry::{Entry, EntryKind};
 use super::messages::ContextMessages;
-use crate::util;
+use super::projection::{contributions, Contribution};
+use crate::llm::Role;
 
 /// What the active branch says about model, thinking level and messages.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -16,11 +16,6 @@ pub struct SessionContext {
     pub thinking_level: Option<String>,
     /// Latest `(provider, modelId)` from a model_change or an assistant message.
     pub model: Option<(String, String)>,
-}
-
-/// The entry's timestamp in ms (`new Date(ts).getTime()`; `null` when it does not parse).
-fn entry_ts_ms(e: &Entry) -> Value {
-    util::ms_from_iso(e.timestamp()).map_or(Value::Null, Value::from)
 }
 
 /// The model and thinking level the branch records (what [`build_context`] reports beside the
@@ -43,15 +38,15 @@ pub fn branch_selection(branch: &[&Entry]) -> Selection {
             break;
         }
         match e.kind() {
-            "thinking_level_change" if sel.thinking_level.is_none() => {
+            EntryKind::ThinkingLevelChange if sel.thinking_level.is_none() => {
                 sel.thinking_level = e.get_str("thinkingLevel");
             }
-            "model_change" if sel.model.is_none() => {
+            EntryKind::ModelChange if sel.model.is_none() => {
                 if let (Some(p), Some(m)) = (e.get_str("provider"), e.get_str("modelId")) {
                     sel.model = Some((p, m));
                 }
             }
-            "message" if sel.model.is_none() && e.message_role() == Some("assistant") => {
+            EntryKind::Message if sel.model.is_none() && e.role() == Some(&Role::Assistant) => {
                 #[derive(serde::Deserialize)]
                 struct ModelOf {
                     message: ModelFields,
@@ -101,183 +96,21 @@ pub fn build_context(branch: &[&Entry]) -> SessionContext {
     }
 }
 
-/// The context messages of `branch` (root first): a `message` entry's message that needs no
-/// change is kept as its JSON text.
+/// The context messages of `branch` (root first): the messages of its projection, a `message`
+/// entry's message that needs no change kept as its JSON text.
 pub fn build_messages(branch: &[&Entry]) -> ContextMessages {
     let mut out = ContextMessages::new();
-
-    // The projected entries: after the latest compaction, its kept tail.
-    let compaction_pos = branch.iter().rposition(|e| e.kind() == "compaction");
-    let projected: Vec<&Entry> = match compaction_pos {
-        Some(ci) => {
-            let c = branch[ci];
-            let first_kept = c.get_str("firstKeptEntryId");
-            let mut out = vec![c];
-            if let Some(fk) = first_kept {
-                if let Some(start) = branch[..ci].iter().position(|e| e.id() == fk) {
-                    out.extend(
-                        branch[start..ci]
-                            .iter()
-                            .filter(|e| e.message_role() != Some("system")),
-                    );
+    for (_, contribution) in contributions(branch) {
+        match contribution {
+            Contribution::Stored(raw) => out.push_raw(raw.to_owned()),
+            Contribution::Built(messages) => {
+                for msg in messages {
+                    out.push(msg);
                 }
             }
-            out.extend(branch[ci + 1..].iter());
-            out
-        }
-        None => branch.to_vec(),
-    };
-
-    // Latest context_edit per target wins.
-    let mut edits: HashMap<String, Value> = HashMap::new();
-    for e in &projected {
-        if e.kind() == "context_edit" {
-            if let Some(t) = e.get_str("targetId") {
-                edits.insert(t, e.get("replacement").unwrap_or(Value::Null));
-            }
-        }
-    }
-
-    for (i, e) in projected.into_iter().enumerate() {
-        let edit = edits.get(e.id());
-        if matches!(edit, Some(Value::Null)) {
-            continue;
-        }
-        let mut ctx = SessionContext::default();
-        match e.kind() {
-            "message" => {
-                if edit.is_none() {
-                    if let Some(raw) = e.message_raw().filter(|r| keeps_content(r)) {
-                        out.push_raw(raw.to_owned());
-                        continue;
-                    }
-                }
-                let Some(mut msg) = e.message() else { continue };
-                normalize_null_content(&mut msg);
-                ctx.messages.push(msg);
-            }
-            // Only the newest compaction (index 0) contributes; an older one inside the kept
-            // range is skipped.
-            "compaction" if i == 0 => {
-                if let Some(sys) = e.get("systemMessage") {
-                    if is_truthy(&sys) {
-                        ctx.messages.push(sys);
-                    }
-                }
-                let mut m = Map::new();
-                m.insert("role".into(), "compactionSummary".into());
-                if let Some(s) = e.get("summary") {
-                    m.insert("summary".into(), s);
-                }
-                if let Some(t) = e.get("tokensBefore") {
-                    m.insert("tokensBefore".into(), t);
-                }
-                m.insert("timestamp".into(), entry_ts_ms(e));
-                ctx.messages.push(Value::Object(m));
-            }
-            "branch_summary" => {
-                let Some(summary) = e.get("summary").filter(is_truthy) else {
-                    continue;
-                };
-                let mut m = Map::new();
-                m.insert("role".into(), "branchSummary".into());
-                m.insert("summary".into(), summary);
-                if let Some(f) = e.get("fromId") {
-                    m.insert("fromId".into(), f);
-                }
-                m.insert("timestamp".into(), entry_ts_ms(e));
-                ctx.messages.push(Value::Object(m));
-            }
-            "custom_message" => {
-                let entry = e.to_map();
-                let mut m = Map::new();
-                m.insert("role".into(), "custom".into());
-                for k in ["customType", "content", "display", "details"] {
-                    match entry.get(k) {
-                        Some(Value::Null) | None if k == "content" => {
-                            m.insert(k.into(), Value::Array(Vec::new()));
-                        }
-                        Some(v) => {
-                            m.insert(k.into(), v.clone());
-                        }
-                        None => {}
-                    }
-                }
-                m.insert("timestamp".into(), entry_ts_ms(e));
-                ctx.messages.push(Value::Object(m));
-            }
-            _ => {}
-        }
-        if let Some(Value::Object(rep)) = edit {
-            for msg in &mut ctx.messages {
-                apply_replacement(msg, rep);
-            }
-        }
-        for msg in ctx.messages {
-            out.push(msg);
         }
     }
     out
-}
-
-/// Whether a message is an object with a non-null `content` (so `normalize_null_content` would
-/// leave it as it is).
-fn keeps_content(raw: &serde_json::value::RawValue) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        #[serde(default)]
-        content: Option<serde::de::IgnoredAny>,
-    }
-    matches!(
-        serde_json::from_str::<Probe>(raw.get()),
-        Ok(Probe { content: Some(_) })
-    )
-}
-
-/// JavaScript truthiness of a JSON value.
-fn is_truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        _ => true,
-    }
-}
-
-/// A `context_edit` replacement: the content of user/assistant/toolResult/custom messages is
-/// replaced (a string becomes one text block for assistant and toolResult).
-fn apply_replacement(msg: &mut Value, rep: &Map<String, Value>) {
-    let Value::Object(m) = msg else { return };
-    let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-    if !matches!(role, "user" | "assistant" | "toolResult" | "custom") {
-        return;
-    }
-    let content = match rep.get("content") {
-        Some(Value::String(s)) if matches!(role, "assistant" | "toolResult") => {
-            serde_json::json!([{"type": "text", "text": s}])
-        }
-        Some(c) => c.clone(),
-        None => Value::Null,
-    };
-    m.insert("content".into(), content);
-}
-
-/// Null or missing content: system → `""`, user/assistant/toolResult → `[]`.
-fn normalize_null_content(msg: &mut Value) {
-    let Value::Object(m) = msg else { return };
-    if !matches!(m.get("content"), None | Some(Value::Null)) {
-        return;
-    }
-    match m.get("role").and_then(Value::as_str) {
-        Some("system") => {
-            m.insert("content".into(), Value::from(""));
-        }
-        Some("user") | Some("assistant") | Some("toolResult") => {
-            m.insert("content".into(), Value::Array(Vec::new()));
-        }
-        _ => {}
-    }
 }
 
 #[cfg(test)]

@@ -12,43 +12,96 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::value::{CompactSeed, Scratch};
+use crate::llm::Role;
 
 /// A session entry: `{"type", "id", "parentId", "timestamp", ...}` (custom entries put their
 /// payload first), kept as its compact JSON text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     raw: Box<str>,
-    kind: Cow<'static, str>,
+    kind: EntryKind,
     id: Option<Box<str>>,
     parent_id: Option<Box<str>>,
     timestamp: Box<str>,
-    role: Option<Cow<'static, str>>,
+    role: Option<Role>,
 }
 
-/// Entry types and message roles that occur in every session, shared instead of allocated.
-const KNOWN_NAMES: &[&str] = &[
-    "message",
-    "model_change",
-    "thinking_level_change",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-    "context_edit",
-    "usage",
-    "system",
-    "user",
-    "assistant",
-    "toolResult",
-    "bashExecution",
-];
+/// An entry's `type` (`session-format.md` §3), read from its stored text (which it never
+/// changes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// The file's header line (not an entry of the tree).
+    Session,
+    Message,
+    ModelChange,
+    ThinkingLevelChange,
+    Compaction,
+    BranchSummary,
+    /// Extension data, not part of the context.
+    Custom,
+    /// An extension's message for the context.
+    CustomMessage,
+    Label,
+    SessionInfo,
+    ContextEdit,
+    /// Usage of a request outside the conversation (counted in the session's totals).
+    Usage,
+    /// Any other `type` as written (`""` when the entry has no string `type`).
+    Other(String),
+}
 
-fn intern(s: Cow<'_, str>) -> Cow<'static, str> {
-    match KNOWN_NAMES.iter().find(|k| **k == s) {
-        Some(k) => Cow::Borrowed(k),
-        None => Cow::Owned(s.into_owned()),
+impl EntryKind {
+    /// The `type` as written in the entry.
+    pub fn as_str(&self) -> &str {
+        match self {
+            EntryKind::Session => "session",
+            EntryKind::Message => "message",
+            EntryKind::ModelChange => "model_change",
+            EntryKind::ThinkingLevelChange => "thinking_level_change",
+            EntryKind::Compaction => "compaction",
+            EntryKind::BranchSummary => "branch_summary",
+            EntryKind::Custom => "custom",
+            EntryKind::CustomMessage => "custom_message",
+            EntryKind::Label => "label",
+            EntryKind::SessionInfo => "session_info",
+            EntryKind::ContextEdit => "context_edit",
+            EntryKind::Usage => "usage",
+            EntryKind::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for EntryKind {
+    fn from(s: &str) -> EntryKind {
+        match s {
+            "session" => EntryKind::Session,
+            "message" => EntryKind::Message,
+            "model_change" => EntryKind::ModelChange,
+            "thinking_level_change" => EntryKind::ThinkingLevelChange,
+            "compaction" => EntryKind::Compaction,
+            "branch_summary" => EntryKind::BranchSummary,
+            "custom" => EntryKind::Custom,
+            "custom_message" => EntryKind::CustomMessage,
+            "label" => EntryKind::Label,
+            "session_info" => EntryKind::SessionInfo,
+            "context_edit" => EntryKind::ContextEdit,
+            "usage" => EntryKind::Usage,
+            other => EntryKind::Other(other.to_owned()),
+        }
+    }
+}
+
+/// `e.kind() == EntryKind::Label`.
+impl PartialEq<EntryKind> for &EntryKind {
+    fn eq(&self, other: &EntryKind) -> bool {
+        **self == *other
+    }
+}
+
+/// Compares with the `type` as written (`e.kind() == "label"`).
+impl PartialEq<str> for EntryKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
     }
 }
 
@@ -65,23 +118,19 @@ impl Entry {
         let head: Head = serde_json::from_str(text)?;
         Ok(Entry {
             raw: text.into(),
-            kind: intern(head.kind.unwrap_or(Cow::Borrowed(""))),
+            kind: EntryKind::from(head.kind.as_deref().unwrap_or("")),
             id: head.id.map(|s| s.into()),
             parent_id: head.parent_id.map(|s| s.into()),
             timestamp: head.timestamp.unwrap_or(Cow::Borrowed("")).into(),
-            role: head.role.map(intern),
+            role: head.role.as_deref().map(Role::from),
         })
     }
 
     /// An entry from an object built in memory (serialized once, here).
     pub fn from_map(map: Map<String, Value>) -> Entry {
         let s = |k: &str| map.get(k).and_then(Value::as_str);
-        let kind = intern(Cow::Borrowed(s("type").unwrap_or("")));
-        let role = map
-            .get("message")
-            .and_then(|m| m.get("role"))
-            .and_then(Value::as_str)
-            .map(|r| intern(Cow::Borrowed(r)));
+        let kind = EntryKind::from(s("type").unwrap_or(""));
+        let role = map.get("message").and_then(Role::of);
         Entry {
             kind,
             id: s("id").map(Into::into),
@@ -102,14 +151,14 @@ impl Entry {
 
     /// Builds `{"type", "id", "parentId", "timestamp", ...fields}`.
     pub fn base(
-        kind: &str,
+        kind: &EntryKind,
         id: &str,
         parent_id: Option<&str>,
         timestamp: &str,
         fields: Map<String, Value>,
     ) -> Entry {
         let mut m = Map::new();
-        m.insert("type".into(), Value::String(kind.into()));
+        m.insert("type".into(), Value::String(kind.as_str().into()));
         m.insert("id".into(), Value::String(id.into()));
         m.insert(
             "parentId".into(),
@@ -120,8 +169,8 @@ impl Entry {
         Entry::from_map(m)
     }
 
-    /// The entry's `type` (`""` when absent).
-    pub fn kind(&self) -> &str {
+    /// The entry's `type`.
+    pub fn kind(&self) -> &EntryKind {
         &self.kind
     }
 
@@ -145,12 +194,16 @@ impl Entry {
     }
 
     /// The role of a `message` entry's message.
-    pub fn message_role(&self) -> Option<&str> {
-        if self.kind == "message" {
-            self.role.as_deref()
-        } else {
-            None
+    pub(crate) fn role(&self) -> Option<&Role> {
+        match self.kind {
+            EntryKind::Message => self.role.as_ref(),
+            _ => None,
         }
+    }
+
+    /// The role of a `message` entry's message, as written.
+    pub fn message_role(&self) -> Option<&str> {
+        self.role().map(Role::as_str)
     }
 
     /// The entry's compact JSON text, exactly as stored in the file (without the newline).
@@ -160,16 +213,20 @@ impl Entry {
 
     /// Bytes of memory this entry holds (for measurements).
     pub fn heap_size(&self) -> usize {
-        let cow = |c: &Cow<'static, str>| match c {
-            Cow::Borrowed(_) => 0,
-            Cow::Owned(s) => s.capacity(),
+        let kind = match &self.kind {
+            EntryKind::Other(s) => s.capacity(),
+            _ => 0,
+        };
+        let role = match &self.role {
+            Some(Role::Other(s)) => s.capacity(),
+            _ => 0,
         };
         self.raw.len()
             + self.id.as_ref().map_or(0, |s| s.len())
             + self.parent_id.as_ref().map_or(0, |s| s.len())
             + self.timestamp.len()
-            + cow(&self.kind)
-            + self.role.as_ref().map_or(0, cow)
+            + kind
+            + role
     }
 
     /// The whole entry as a JSON object (parsed now, keys in stored order).
@@ -201,10 +258,9 @@ impl Entry {
 
     /// The message of a `message` entry, parsed now.
     pub fn message(&self) -> Option<Value> {
-        if self.kind == "message" {
-            self.get("message")
-        } else {
-            None
+        match self.kind {
+            EntryKind::Message => self.get("message"),
+            _ => None,
         }
     }
 
@@ -216,7 +272,7 @@ impl Entry {
             #[serde(borrow)]
             message: Option<&'a serde_json::value::RawValue>,
         }
-        if self.kind != "message" {
+        if self.kind != EntryKind::Message {
             return None;
         }
         serde_json::from_str::<Of>(&self.raw).ok()?.message
@@ -490,10 +546,11 @@ mod tests {
         let line = "{\"type\":\"message\",\"id\":\"a1\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"role\":\"user\"},\"extra\":1.50}\r";
         let e = Entry::parse(line).unwrap();
         assert_eq!(e.raw(), line.trim_end());
-        assert_eq!(e.kind(), "message");
+        assert_eq!(e.kind(), EntryKind::Message);
         assert_eq!(e.id(), "a1");
         assert_eq!(e.parent_id(), None);
         assert_eq!(e.timestamp(), "2026-01-01T00:00:00.000Z");
+        assert_eq!(e.role(), Some(&Role::User));
         assert_eq!(e.message_role(), Some("user"));
         assert_eq!(e.get("extra"), Some(json!(1.5)));
         assert_eq!(e.get("missing"), None);
@@ -511,7 +568,7 @@ mod tests {
             r#"{"type":"label","id":5,"parentId":{"a":[1]},"timestamp":"t\u0041","message":"no"}"#,
         )
         .unwrap();
-        assert_eq!(e.kind(), "label");
+        assert_eq!(e.kind(), EntryKind::Label);
         assert!(!e.has_id());
         assert_eq!(e.parent_id(), None);
         assert_eq!(e.timestamp(), "tA");
@@ -519,6 +576,45 @@ mod tests {
         // Last duplicate key wins, like JSON.parse.
         let e = Entry::parse(r#"{"type":"x","id":"a","id":"b"}"#).unwrap();
         assert_eq!(e.id(), "b");
+    }
+
+    #[test]
+    fn kinds_and_roles_are_read_from_the_text_which_stays_as_it_is() {
+        let line = r#"{"type":"x-ext","id":"a","message":{"role":"hookMessage"}}"#;
+        let e = Entry::parse(line).unwrap();
+        assert_eq!(e.kind(), EntryKind::Other("x-ext".into()));
+        assert_eq!(e.role(), None);
+        assert_eq!(e.raw(), line);
+        let line = r#"{"type":"message","id":"a","message":{"role":"hookMessage"}}"#;
+        let e = Entry::parse(line).unwrap();
+        assert_eq!(e.role(), Some(&Role::Other("hookMessage".into())));
+        assert_eq!(e.message_role(), Some("hookMessage"));
+        assert_eq!(e.raw(), line);
+        let e = Entry::parse(r#"{"id":"a"}"#).unwrap();
+        assert_eq!(e.kind(), EntryKind::Other(String::new()));
+        for k in [
+            "session",
+            "message",
+            "model_change",
+            "thinking_level_change",
+            "compaction",
+            "branch_summary",
+            "custom",
+            "custom_message",
+            "label",
+            "session_info",
+            "context_edit",
+            "usage",
+            "other",
+        ] {
+            let kind = EntryKind::from(k);
+            assert_eq!(kind.as_str(), k);
+            assert_eq!(kind == EntryKind::Other(k.into()), k == "other");
+            let e = Entry::base(&kind, "i", None, "t", Map::new());
+            assert!(e.raw().starts_with(&format!(r#"{{"type":"{k}","#)));
+            assert_eq!(e.kind(), kind);
+            assert!(e.kind() == k);
+        }
     }
 
     #[test]
@@ -533,7 +629,13 @@ mod tests {
     fn built_entries_round_trip() {
         let mut f = Map::new();
         f.insert("message".into(), json!({"role":"assistant","content":[]}));
-        let e = Entry::base("message", "b2", Some("a1"), "2026-01-01T00:00:00.000Z", f);
+        let e = Entry::base(
+            &EntryKind::Message,
+            "b2",
+            Some("a1"),
+            "2026-01-01T00:00:00.000Z",
+            f,
+        );
         assert_eq!(
             e.raw(),
             r#"{"type":"message","id":"b2","parentId":"a1","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[]}}"#

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::entry::Entry;
+use super::entry::{Entry, EntryKind};
 use super::manager::SessionHeader;
 use super::migrate;
 
@@ -238,7 +238,7 @@ pub fn load_file(path: &Path) -> Result<LoadedFile, LoadError> {
         };
         if hdr.version >= migrate::CURRENT_VERSION {
             match Entry::parse(&line) {
-                Ok(e) if e.kind() == "session" => {}
+                Ok(e) if e.kind() == EntryKind::Session => {}
                 Ok(e) => entries.push(e),
                 Err(_) => {
                     skipped_lines += 1;

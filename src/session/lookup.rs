@@ -17,6 +17,7 @@ use super::manager::{
     default_session_dir, session_file_name, validate_session_id, SessionError, SessionHeader,
     SessionManager,
 };
+use crate::llm::Role;
 use crate::util;
 
 /// What a `--session` / `--fork` argument points at.
@@ -169,7 +170,7 @@ pub fn last_activity_ms(path: &Path) -> Option<u64> {
             continue;
         }
         let Ok(e) = Entry::parse(&line) else { continue };
-        if !matches!(e.message_role(), Some("user") | Some("assistant")) {
+        if !matches!(e.role(), Some(Role::User | Role::Assistant)) {
             continue;
         }
         let Ok(View { message: Some(m) }) = e.deserialize::<View>() else {

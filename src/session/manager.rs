@@ -10,11 +10,12 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value};
 
 use super::context::{branch_selection, build_context, Selection, SessionContext};
-use super::entry::Entry;
+use super::entry::{Entry, EntryKind};
 use super::load::{self, LoadError};
 use super::migrate;
 use super::stats::SessionTotals;
 use super::tree;
+use crate::llm::Role;
 use crate::util;
 
 mod append;
@@ -397,7 +398,7 @@ impl SessionManager {
             }
             self.index.insert(e.id().into(), i);
             self.leaf = Some(e.id().to_string());
-            if e.kind() == "label" {
+            if e.kind() == EntryKind::Label {
                 let e = e.clone();
                 self.apply_label(&e);
             }
@@ -553,7 +554,7 @@ impl SessionManager {
         self.entries
             .iter()
             .rev()
-            .find(|e| e.kind() == "session_info")
+            .find(|e| e.kind() == EntryKind::SessionInfo)
             .and_then(|e| e.get_str("name"))
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
@@ -610,7 +611,7 @@ impl SessionManager {
     pub fn fork_messages(&self) -> Vec<ForkMessage> {
         self.entries
             .iter()
-            .filter(|e| e.message_role() == Some("user"))
+            .filter(|e| e.role() == Some(&Role::User))
             .filter_map(|e| {
                 let text = user_message_text(&e.message()?);
                 (!text.is_empty()).then(|| ForkMessage {
@@ -813,8 +814,16 @@ mod tests {
         );
         // Path up to the user message's parent: the label entry is dropped from the path and
         // the label re-appended at the end.
-        let kinds: Vec<&str> = f.entries().iter().map(Entry::kind).collect();
-        assert_eq!(kinds, ["model_change", "message", "message", "label"]);
+        let kinds: Vec<&EntryKind> = f.entries().iter().map(Entry::kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                &EntryKind::ModelChange,
+                &EntryKind::Message,
+                &EntryKind::Message,
+                &EntryKind::Label
+            ]
+        );
         assert_eq!(f.entries()[0], mc);
         assert_eq!(f.entries()[1], u1);
         assert_eq!(f.entries()[2], a1);
@@ -911,7 +920,7 @@ mod tests {
         assert_eq!(es[1].parent_id(), Some(a.id()));
         // firstKeptEntryId pointed at the dropped label → the entry that followed it.
         assert_eq!(es[2].get_str("firstKeptEntryId").as_deref(), Some(b.id()));
-        assert_eq!(es[3].kind(), "label");
+        assert_eq!(es[3].kind(), EntryKind::Label);
         assert_eq!(es[3].parent_id(), Some(c.id()));
     }
 

@@ -6,6 +6,7 @@
 //! - [`migrate`]: the v1→v2→v3 migrations;
 //! - [`manager`]: the live session (appends, lazy file creation, fork/clone);
 //! - [`tree`]: the `get_tree` forest;
+//! - [`projection`]: the entries the LLM context is built from and what each contributes;
 //! - [`context`]: the LLM context of the active branch;
 //! - [`stats`]: counts and usage totals (`get_session_stats`);
 //! - [`lookup`]: finding session files for the command line (`--session`, `--continue`, …);
@@ -19,11 +20,12 @@ pub mod lookup;
 pub mod manager;
 pub mod messages;
 pub mod migrate;
+pub mod projection;
 pub mod stats;
 pub mod tree;
 pub mod value;
 
-pub use entry::Entry;
+pub use entry::{Entry, EntryKind};
 pub use load::LoadError;
 pub use manager::{ForkMessage, Forked, Label, SessionError, SessionHeader, SessionManager};
 pub use stats::SessionTotals;

@@ -5,7 +5,8 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::entry::Entry;
+use super::entry::{Entry, EntryKind};
+use crate::llm::Role;
 
 /// Counts and usage sums over every entry of the file (all branches).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -34,11 +35,11 @@ impl SessionTotals {
     /// Adds one entry's contribution.
     pub fn add(&mut self, e: &Entry) {
         match e.kind() {
-            "message" => {
+            EntryKind::Message => {
                 self.total_messages += 1;
-                match e.message_role() {
-                    Some("user") => self.user_messages += 1,
-                    Some("assistant") => {
+                match e.role() {
+                    Some(Role::User) => self.user_messages += 1,
+                    Some(Role::Assistant) => {
                         self.assistant_messages += 1;
                         if let Ok(v) = e.deserialize::<AssistantView>() {
                             self.tool_calls += v.message.content.0;
@@ -47,7 +48,7 @@ impl SessionTotals {
                             }
                         }
                     }
-                    Some("toolResult") => {
+                    Some(Role::ToolResult) => {
                         self.tool_results += 1;
                         if let Ok(v) = e.deserialize::<MessageUsageView>() {
                             if let Some(u) = v.message.usage {
@@ -58,7 +59,7 @@ impl SessionTotals {
                     _ => {}
                 }
             }
-            "compaction" | "branch_summary" | "usage" => {
+            EntryKind::Compaction | EntryKind::BranchSummary | EntryKind::Usage => {
                 if let Ok(UsageView { usage: Some(u) }) = e.deserialize::<UsageView>() {
                     self.add_usage(&u);
                 }

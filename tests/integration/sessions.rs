@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_rpc::session::{Entry, SessionError, SessionManager};
+use pi_rpc::session::{Entry, EntryKind, SessionError, SessionManager};
 use serde_json::{json, Value};
 
 use crate::support::mock_llm::MockLlm;
@@ -156,7 +156,7 @@ fn pi_fixture_context_and_name_match_what_pi_reports() {
     let c = compacted
         .entries()
         .iter()
-        .find(|e| e.kind() == "compaction")
+        .find(|e| e.kind() == EntryKind::Compaction)
         .unwrap();
     assert_eq!(ctx.messages[0], c.get("systemMessage").unwrap());
     assert_eq!(
@@ -249,7 +249,11 @@ fn a_file_written_by_the_manager_loads_back_identically() {
     assert_eq!(file_lines.len(), sm.entries().len() + 1);
 
     // Custom entries put their payload first (pi's key order).
-    let custom = sm.entries().iter().find(|e| e.kind() == "custom").unwrap();
+    let custom = sm
+        .entries()
+        .iter()
+        .find(|e| e.kind() == EntryKind::Custom)
+        .unwrap();
     let keys: Vec<String> = custom.to_map().keys().cloned().collect();
     assert_eq!(
         keys,

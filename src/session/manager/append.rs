@@ -9,11 +9,17 @@ impl SessionManager {
     /// Persisted as `session-format.md` §2 says; on a write failure nothing is kept.
     pub fn append(
         &mut self,
-        kind: &str,
+        kind: impl Into<EntryKind>,
         fields: Map<String, Value>,
     ) -> Result<Entry, SessionError> {
         let id = self.new_id();
-        let entry = Entry::base(kind, &id, self.leaf.as_deref(), &util::now_iso(), fields);
+        let entry = Entry::base(
+            &kind.into(),
+            &id,
+            self.leaf.as_deref(),
+            &util::now_iso(),
+            fields,
+        );
         self.push_entry(entry.clone())?;
         Ok(entry)
     }
@@ -30,19 +36,19 @@ impl SessionManager {
         let mut f = Map::new();
         f.insert("provider".into(), provider.into());
         f.insert("modelId".into(), model_id.into());
-        self.append("model_change", f)
+        self.append(EntryKind::ModelChange, f)
     }
 
     pub fn append_thinking_level_change(&mut self, level: &str) -> Result<Entry, SessionError> {
         let mut f = Map::new();
         f.insert("thinkingLevel".into(), level.into());
-        self.append("thinking_level_change", f)
+        self.append(EntryKind::ThinkingLevelChange, f)
     }
 
     pub fn append_message(&mut self, message: Value) -> Result<Entry, SessionError> {
         let mut f = Map::new();
         f.insert("message".into(), message);
-        self.append("message", f)
+        self.append(EntryKind::Message, f)
     }
 
     /// Replaces the `message` of message entry `id` in memory only: the file keeps the line
@@ -53,7 +59,7 @@ impl SessionManager {
             return false;
         };
         match self.entries.get(i) {
-            Some(entry) if entry.kind() == "message" => {
+            Some(entry) if entry.kind() == EntryKind::Message => {
                 self.entries[i] = entry.with_field("message", message);
                 true
             }
@@ -78,7 +84,7 @@ impl SessionManager {
         }
         let mut f = Map::new();
         f.insert("name".into(), clean.trim().into());
-        self.append("session_info", f)
+        self.append(EntryKind::SessionInfo, f)
     }
 
     /// A `custom` entry (extension state): `type, customType, data, id, parentId, timestamp`.
@@ -148,7 +154,7 @@ impl SessionManager {
         if let Some(l) = label {
             f.insert("label".into(), l.into());
         }
-        self.append("label", f)
+        self.append(EntryKind::Label, f)
     }
 
     /// A `compaction` entry (`type, id, parentId, timestamp, summary, firstKeptEntryId,
@@ -189,7 +195,13 @@ impl SessionManager {
             }
             f.insert("systemMessage".into(), s);
         }
-        let entry = Entry::base("compaction", &id, self.leaf.as_deref(), &timestamp, f);
+        let entry = Entry::base(
+            &EntryKind::Compaction,
+            &id,
+            self.leaf.as_deref(),
+            &timestamp,
+            f,
+        );
         self.push_entry(entry.clone())?;
         Ok(entry)
     }
@@ -211,7 +223,7 @@ impl SessionManager {
         if let Some(n) = note.filter(|n| !n.is_empty()) {
             f.insert("note".into(), n.into());
         }
-        self.append("usage", f)
+        self.append(EntryKind::Usage, f)
     }
 
     /// A `context_edit` entry hiding (`None`) or replacing the content of an earlier
@@ -242,24 +254,21 @@ impl SessionManager {
                 "Entry {target_id} is not on the active branch"
             )));
         }
-        let role = match target.kind() {
-            "custom_message" => Some("custom"),
-            "message" => target.message_role(),
-            _ => None,
+        // The role of the message the target contributes (a custom_message contributes a
+        // `custom` one): only user, assistant, tool-result and custom content can be edited.
+        let role = match (target.kind(), target.role()) {
+            (EntryKind::CustomMessage, _) => Role::Custom,
+            (EntryKind::Message, Some(r @ (Role::User | Role::Assistant | Role::ToolResult))) => {
+                r.clone()
+            }
+            _ => {
+                return Err(SessionError::Invalid(format!(
+                    "Entry {target_id} does not contribute editable model content"
+                )))
+            }
         };
-        if !matches!(
-            role,
-            Some("custom") | Some("user") | Some("assistant") | Some("toolResult")
-        ) || (target.kind() == "message" && role == Some("custom"))
-        {
-            return Err(SessionError::Invalid(format!(
-                "Entry {target_id} does not contribute editable model content"
-            )));
-        }
         let normalized = match replacement {
-            Some(Value::Object(mut r))
-                if matches!(role, Some("assistant") | Some("toolResult")) =>
-            {
+            Some(Value::Object(mut r)) if matches!(role, Role::Assistant | Role::ToolResult) => {
                 if let Some(Value::String(s)) = r.get("content").cloned() {
                     r.insert(
                         "content".into(),
@@ -274,7 +283,7 @@ impl SessionManager {
         let mut f = Map::new();
         f.insert("targetId".into(), target_id.into());
         f.insert("replacement".into(), normalized);
-        self.append("context_edit", f)
+        self.append(EntryKind::ContextEdit, f)
     }
 
     /// Moves the leaf to `id` (tree navigation); the next entry becomes its child.
@@ -320,7 +329,7 @@ impl SessionManager {
         if let Some(h) = from_hook {
             f.insert("fromHook".into(), h.into());
         }
-        let result = self.append("branch_summary", f);
+        let result = self.append(EntryKind::BranchSummary, f);
         if result.is_err() {
             self.leaf = previous;
         }

@@ -10,7 +10,7 @@ impl SessionManager {
     /// when the copied path has a user/assistant message. In memory: the branched copy.
     pub fn fork(&self, entry_id: &str) -> Result<Forked, SessionError> {
         let entry = self.entry(entry_id).ok_or(SessionError::InvalidForkEntry)?;
-        if entry.message_role() != Some("user") {
+        if entry.role() != Some(&Role::User) {
             return Err(SessionError::InvalidForkEntry);
         }
         let text = entry
@@ -60,7 +60,7 @@ impl SessionManager {
         let mut pending_labels: Vec<&str> = Vec::new();
         let mut parent: Option<String> = None;
         for e in path {
-            if e.kind() == "label" {
+            if e.kind() == EntryKind::Label {
                 pending_labels.push(e.id());
                 continue;
             }
@@ -68,7 +68,7 @@ impl SessionManager {
                 replacement_by_label.insert(l, e.id().to_string());
             }
             let mut copy = e.with_parent_id(parent.as_deref());
-            if e.kind() == "compaction" {
+            if e.kind() == EntryKind::Compaction {
                 if let Some(fk) = e.get_str("firstKeptEntryId") {
                     if fk != e.id() {
                         if let Some(r) = replacement_by_label.get(fk.as_str()) {
@@ -104,7 +104,7 @@ impl SessionManager {
             f.insert("targetId".into(), l.target_id.clone().into());
             f.insert("label".into(), l.label.clone().into());
             label_entries.push(Entry::base(
-                "label",
+                &EntryKind::Label,
                 &id,
                 label_parent.as_deref(),
                 &l.timestamp,

@@ -20,7 +20,7 @@ impl SessionManager {
             t.add(last);
         }
         if let Some(last) = self.entries.last() {
-            if last.kind() == "label" {
+            if last.kind() == EntryKind::Label {
                 let last = last.clone();
                 self.apply_label(&last);
             }
@@ -31,7 +31,7 @@ impl SessionManager {
     pub(super) fn has_conversation(&self) -> bool {
         self.entries
             .iter()
-            .any(|e| matches!(e.message_role(), Some("user") | Some("assistant")))
+            .any(|e| matches!(e.role(), Some(Role::User | Role::Assistant)))
     }
 
     /// Writes the newest entry: the whole file at the first user/assistant message, then one
