@@ -180,7 +180,7 @@ pub fn text_outcome(messages: &[Value]) -> TextOutcome {
     let Some(last) = messages.last() else {
         return TextOutcome::Nothing;
     };
-    if last.get("role").and_then(Value::as_str) != Some("assistant") {
+    if crate::llm::Role::of(last) != Some(crate::llm::Role::Assistant) {
         return TextOutcome::Nothing;
     }
     let stop = last

@@ -9,15 +9,17 @@ use super::runtime::Runtime;
 use crate::cancel::CancelToken;
 use crate::compaction::cut::{prepare, Preparation, Unprepared};
 use crate::compaction::estimate::{current_system_message, estimate_context, estimate_tokens};
-use crate::compaction::projection::{context_edits, projected_entries};
 use crate::compaction::summarize::{RetryEvent, Summarizer, SummaryError};
 use crate::compaction::tokens::{assistant_entry, context_tokens, latest_compaction};
 use crate::llm::errors::{is_overflow_by_usage, is_overflow_error, is_recoverable_length};
 use crate::llm::types::{AssistantMessage, CacheRetention, StopReason, StreamOptions};
+use crate::llm::Role;
 use crate::llm::ThinkingLevel;
 use crate::protocol::data::{to_value, CompactionResult};
 use crate::protocol::event::CompactionReason;
 use crate::protocol::{Event, Response};
+use crate::session::projection::{context_edits, projected_entries};
+use crate::session::EntryKind;
 
 /// Why a compaction did not happen.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -386,15 +388,14 @@ fn decide(
         Some(i) => &branch[i + 1..],
         None => &[],
     };
-    let post_edit = after.iter().any(|e| e.kind() == "context_edit");
+    let post_edit = after.iter().any(|e| *e.kind() == EntryKind::ContextEdit);
     let latest_edit = entry_id.and_then(|id| {
-        after
-            .iter()
-            .rev()
-            .find(|e| e.kind() == "context_edit" && e.get_str("targetId").as_deref() == Some(id))
+        after.iter().rev().find(|e| {
+            *e.kind() == EntryKind::ContextEdit && e.get_str("targetId").as_deref() == Some(id)
+        })
     });
     let retained = entry_id.is_none()
-        || (!after.iter().any(|e| e.kind() == "compaction")
+        || (!after.iter().any(|e| *e.kind() == EntryKind::Compaction)
             && !latest_edit.is_some_and(|e| matches!(e.get("replacement"), Some(Value::Null))));
     let usage_matches_projection = assistant_projected && !post_edit;
     // `is_context_overflow(msg, window)`, with its text half computed above.
@@ -415,7 +416,9 @@ fn decide(
     }
 
     // Threshold.
-    let has_edits = projected.iter().any(|e| e.kind() == "context_edit");
+    let has_edits = projected
+        .iter()
+        .any(|e| *e.kind() == EntryKind::ContextEdit);
     let direct = if msg.usage.total_tokens > 0 {
         msg.usage.total_tokens
     } else {
@@ -469,9 +472,9 @@ fn omit_attempt(rt: &Runtime, msg: &AssistantMessage, entry_id: Option<&str>) {
         let branch = s.session.branch();
         if let Some(i) = branch.iter().position(|e| e.id() == id) {
             for e in &branch[i + 1..] {
-                match e.message_role() {
-                    Some("assistant") => break,
-                    Some("toolResult") => {
+                match e.role() {
+                    Some(Role::Assistant) => break,
+                    Some(Role::ToolResult) => {
                         let call = e.message().and_then(|m| {
                             m.get("toolCallId")
                                 .and_then(Value::as_str)
@@ -526,7 +529,7 @@ pub fn before_prompt(rt: &Runtime, cancel: &CancelToken) {
             .messages
             .iter()
             .rev()
-            .find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+            .find(|m| Role::of(m) == Some(Role::Assistant))
             .and_then(|v| {
                 let msg = AssistantMessage::from_value(&v)?;
                 let branch = s.session.branch();

@@ -18,6 +18,7 @@ use super::tools_exec::{execute_tool_calls, ToolCallOutcome};
 use crate::cancel::CancelToken;
 use crate::llm::errors::{is_context_overflow, is_retryable};
 use crate::llm::stream::{stream_assistant, StreamUpdate};
+use crate::llm::Role;
 use serde_json::value::RawValue;
 
 use crate::llm::types::{
@@ -60,7 +61,7 @@ fn record_message(rt: &Runtime, msg: &Value) -> Option<String> {
 
 /// `message_start` + `message_end` of a non-assistant message, then recorded.
 fn emit_whole_message(rt: &Runtime, msg: Value, run_messages: &mut Vec<Value>) -> Option<String> {
-    if msg.get("role").and_then(Value::as_str) == Some("user") {
+    if Role::of(&msg) == Some(Role::User) {
         // A new user message allows another overflow recovery (agent-loop.md §7.3).
         rt.state.lock().life.reset_overflow_recovery();
     }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::lifecycle::Lifecycle;
 use super::queue::{QueueKind, QueuedMessage, Queues};
 use crate::llm::thinking::{clamp_level, supported_levels};
-use crate::llm::{Model, ModelRegistry, ThinkingLevel};
+use crate::llm::{Model, ModelRegistry, Role, ThinkingLevel};
 use crate::protocol::data::{
     to_value, ClearedQueues, CommandInfo, CommandsData, ContextUsage, CycleModelData, ForkMessage,
     ForkMessagesData, SessionStatsData, StateData, TokenTotals,
@@ -710,7 +710,7 @@ impl AgentSession {
     /// `get_last_assistant_text`.
     pub fn last_assistant_text(&self) -> Option<String> {
         for msg in self.messages.iter().rev() {
-            if msg.get("role").and_then(Value::as_str) != Some("assistant") {
+            if Role::of(&msg) != Some(Role::Assistant) {
                 continue;
             }
             let texts: Vec<&str> = msg

@@ -98,13 +98,6 @@ impl PartialEq<EntryKind> for &EntryKind {
     }
 }
 
-/// Compares with the `type` as written (`e.kind() == "label"`).
-impl PartialEq<str> for EntryKind {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
 /// JSON whitespace (what `JSON.parse` ignores around a value).
 fn is_json_ws(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\r' | '\n')
@@ -613,7 +606,7 @@ mod tests {
             let e = Entry::base(&kind, "i", None, "t", Map::new());
             assert!(e.raw().starts_with(&format!(r#"{{"type":"{k}","#)));
             assert_eq!(e.kind(), kind);
-            assert!(e.kind() == k);
+            assert_eq!(e.kind().as_str(), k);
         }
     }
 
