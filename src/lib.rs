@@ -26,4 +26,5 @@ pub mod resources;
 pub mod rpc;
 pub mod session;
 pub mod tools;
+pub(crate) mod truncate;
 pub mod util;

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::process::{self, ShellCommand};
 use crate::cancel::CancelToken;
-use crate::tools::truncate::{truncate_tail, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
+use crate::truncate::{truncate_tail, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
 
 /// One RPC `bash` command.
 #[derive(Clone, Debug)]

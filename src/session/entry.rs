@@ -529,6 +529,50 @@ impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
     }
 }
 
+/// `{"type":"session","version":3,"id","timestamp","cwd","parentSession"?}`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionHeader {
+    pub version: u64,
+    pub id: String,
+    pub timestamp: String,
+    pub cwd: String,
+    pub parent_session: Option<String>,
+}
+
+impl SessionHeader {
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("type".into(), "session".into());
+        m.insert("version".into(), self.version.into());
+        m.insert("id".into(), self.id.clone().into());
+        m.insert("timestamp".into(), self.timestamp.clone().into());
+        m.insert("cwd".into(), self.cwd.clone().into());
+        if let Some(p) = &self.parent_session {
+            m.insert("parentSession".into(), p.clone().into());
+        }
+        Value::Object(m)
+    }
+
+    pub(crate) fn new(id: String, cwd: &str, parent_session: Option<String>) -> Self {
+        SessionHeader {
+            version: super::migrate::CURRENT_VERSION,
+            id,
+            timestamp: crate::util::now_iso(),
+            cwd: cwd.to_string(),
+            parent_session,
+        }
+    }
+}
+
+/// A label on an entry (the latest `label` entry targeting it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    pub target_id: String,
+    pub label: String,
+    /// The `label` entry's timestamp.
+    pub timestamp: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

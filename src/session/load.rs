@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::entry::SessionHeader;
 use super::entry::{Entry, EntryKind};
-use super::manager::SessionHeader;
 use super::migrate;
 
 /// Why a session file could not be loaded. The `Display` text is what a client sees.

@@ -12,10 +12,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::entry::Entry;
+use super::entry::SessionHeader;
 use super::load::{self, LoadError};
 use super::manager::{
-    default_session_dir, session_file_name, validate_session_id, SessionError, SessionHeader,
-    SessionManager,
+    default_session_dir, session_file_name, validate_session_id, SessionError, SessionManager,
 };
 use crate::llm::Role;
 use crate::util;

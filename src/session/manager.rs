@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value};
 
 use super::context::{branch_selection, build_context, Selection, SessionContext};
-use super::entry::{Entry, EntryKind};
+use super::entry::{Entry, EntryKind, Label, SessionHeader};
 use super::load::{self, LoadError};
 use super::migrate;
 use super::stats::SessionTotals;
@@ -104,41 +104,6 @@ impl From<LoadError> for SessionError {
     }
 }
 
-/// `{"type":"session","version":3,"id","timestamp","cwd","parentSession"?}`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SessionHeader {
-    pub version: u64,
-    pub id: String,
-    pub timestamp: String,
-    pub cwd: String,
-    pub parent_session: Option<String>,
-}
-
-impl SessionHeader {
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("type".into(), "session".into());
-        m.insert("version".into(), self.version.into());
-        m.insert("id".into(), self.id.clone().into());
-        m.insert("timestamp".into(), self.timestamp.clone().into());
-        m.insert("cwd".into(), self.cwd.clone().into());
-        if let Some(p) = &self.parent_session {
-            m.insert("parentSession".into(), p.clone().into());
-        }
-        Value::Object(m)
-    }
-
-    fn new(id: String, cwd: &str, parent_session: Option<String>) -> Self {
-        SessionHeader {
-            version: SESSION_VERSION,
-            id,
-            timestamp: util::now_iso(),
-            cwd: cwd.to_string(),
-            parent_session,
-        }
-    }
-}
-
 /// The directory pi uses for a cwd's sessions: `<agentDir>/sessions/--<encoded cwd>--/`.
 pub fn default_session_dir(agent_dir: &Path, cwd: &Path) -> PathBuf {
     agent_dir.join("sessions").join(encode_cwd(cwd))
@@ -193,15 +158,6 @@ pub fn user_message_text(msg: &Value) -> String {
             .collect(),
         _ => String::new(),
     }
-}
-
-/// A label on an entry (the latest `label` entry targeting it).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Label {
-    pub target_id: String,
-    pub label: String,
-    /// The `label` entry's timestamp.
-    pub timestamp: String,
 }
 
 /// One `get_fork_messages` item.

@@ -25,7 +25,7 @@ pub mod stats;
 pub mod tree;
 pub mod value;
 
-pub use entry::{Entry, EntryKind};
+pub use entry::{Entry, EntryKind, Label, SessionHeader};
 pub use load::LoadError;
-pub use manager::{ForkMessage, Forked, Label, SessionError, SessionHeader, SessionManager};
+pub use manager::{ForkMessage, Forked, SessionError, SessionManager};
 pub use stats::SessionTotals;

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::entry::Entry;
-use super::manager::Label;
+use super::entry::Label;
 
 /// One node of the tree; `children` index [`Tree::nodes`].
 #[derive(Clone, Debug, PartialEq)]

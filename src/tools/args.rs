@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::truncate::{format_size, Truncation, DEFAULT_MAX_BYTES};
 use super::ToolOutput;
 use crate::cancel::CancelToken;
+use crate::truncate::{format_size, Truncation, DEFAULT_MAX_BYTES};
 
 /// The error text of a tool stopped by an abort.
 pub const ABORTED: &str = "Operation aborted";

@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use super::truncate::{
-    format_size, truncate_tail, Truncation, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES,
-};
 use super::{Tool, ToolContext, ToolOutput};
 use crate::exec::bash::{TempLog, Utf8Decoder};
 use crate::exec::process::{self, OutputSink, ShellCommand};
+use crate::truncate::{
+    format_size, truncate_tail, Truncation, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES,
+};
 
 /// Minimum time between two streamed snapshots.
 pub const UPDATE_THROTTLE: Duration = Duration::from_millis(100);

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 
 use super::args::{check_cancelled, limit_arg, required_str, search_dir, Notices, ABORTED};
 use super::path::resolve_to_cwd;
-use super::truncate::{truncate_head, DEFAULT_MAX_BYTES};
 use super::{Tool, ToolContext, ToolOutput};
+use crate::truncate::{truncate_head, DEFAULT_MAX_BYTES};
 
 const DEFAULT_LIMIT: f64 = 1000.0;
 

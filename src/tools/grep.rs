@@ -17,8 +17,8 @@ use super::args::{
 };
 use super::find::relative_slash;
 use super::path::resolve_to_cwd;
-use super::truncate::{truncate_head, truncate_line, DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH};
 use super::{Tool, ToolContext, ToolOutput};
+use crate::truncate::{truncate_head, truncate_line, DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH};
 
 const DEFAULT_LIMIT: f64 = 100.0;
 

@@ -1,5 +1,5 @@
 //! The built-in tools (`tools.md`): read, bash, edit, write (active by default) and grep, find,
-//! ls (off by default). Each tool is one file; output truncation is shared in `truncate`.
+//! ls (off by default). Each tool is one file; output truncation is shared in `crate::truncate`.
 //!
 //! A tool gets its validated arguments and a [`ToolContext`], may stream partial results, and
 //! returns a [`ToolOutput`] or an error text. An `Err` becomes an error tool result
@@ -15,7 +15,6 @@ pub mod grep;
 pub mod ls;
 pub mod path;
 pub mod read;
-pub mod truncate;
 pub mod validate;
 pub mod write;
 

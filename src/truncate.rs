@@ -1,4 +1,4 @@
-//! Output truncation shared by the tools (`tools.md` §1).
+//! Output truncation shared by the tools and the RPC `bash` command (`tools.md` §1).
 //!
 //! Two independent limits, whichever is hit first: a line count ([`DEFAULT_MAX_LINES`]) and a
 //! byte count of the UTF-8 text ([`DEFAULT_MAX_BYTES`]). [`truncate_head`] keeps the beginning
