@@ -1,5 +1,8 @@
-//! The agent: the session runtime that commands act on (model, thinking level, queues, the
-//! session tree) and, with the agent-loop issue, the loop that streams replies and runs tools.
+//! The agent: the session state commands act on (`state`: model, thinking level, queues, the
+//! session tree), the run life cycle (`lifecycle`), the agent thread (`job`, `runtime`), the
+//! loop that streams replies and runs tools (`run`, `tools_exec`), compaction on the agent
+//! thread (`compaction`), session replacement (`session_ops`) and prompt expansion
+//! (`prompting`).
 
 pub mod compaction;
 pub mod job;

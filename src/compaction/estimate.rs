@@ -133,6 +133,7 @@ where
     }
 }
 
+#[cfg(test)]
 /// The context estimate of a message list (see [`estimate_context`]).
 pub fn estimate_context_tokens(messages: &[Value]) -> u64 {
     estimate_context(messages).tokens

@@ -102,9 +102,11 @@ pub trait OutputSink {
     fn on_wake(&mut self) {}
 }
 
+#[cfg(test)]
 /// An [`OutputSink`] from a closure over raw chunks.
 pub struct ChunkFn<F: FnMut(&[u8])>(pub F);
 
+#[cfg(test)]
 impl<F: FnMut(&[u8])> OutputSink for ChunkFn<F> {
     fn on_output(&mut self, chunk: &[u8]) {
         (self.0)(chunk)

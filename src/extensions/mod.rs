@@ -10,7 +10,7 @@
 
 pub mod discovery;
 
-pub use discovery::{discover, DiscoveryOptions, Unit, UnitKind};
+pub use discovery::{discover, DiscoveryOptions};
 
 /// Why start-up stops at an extension, with pi's two stderr lines.
 #[derive(Debug, Clone, PartialEq, Eq)]

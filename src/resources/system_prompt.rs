@@ -157,6 +157,7 @@ fn docs_body_for(root: &str) -> String {
     )
 }
 
+#[cfg(test)]
 /// The rendered prompt text: section values joined by blank lines.
 pub fn render(sections: &[(String, String)]) -> String {
     sections
@@ -227,6 +228,7 @@ impl Declared {
     }
 
     /// The system prompt text these declarations give.
+    #[cfg(test)]
     pub fn prompt_text(&self) -> String {
         match (&self.content, &self.sections) {
             (Some(c), _) if !c.is_empty() => c.clone(),

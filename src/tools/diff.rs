@@ -350,6 +350,7 @@ fn format_display_diff(
     }
 }
 
+#[cfg(test)]
 /// The display diff of two whole texts (pi's `generateDiffString`): `(diff, firstChangedLine)`.
 pub fn generate_diff_string(old: &str, new: &str, context: usize) -> (String, Option<usize>) {
     let width = count_lines(old).max(count_lines(new)).to_string().len();
@@ -480,6 +481,7 @@ pub fn format_patch(path: &str, hunks: &[Hunk]) -> String {
     out.join("\n") + "\n"
 }
 
+#[cfg(test)]
 /// A unified patch of two whole texts (pi's `generateUnifiedPatch`).
 pub fn generate_unified_patch(path: &str, old: &str, new: &str, context: usize) -> String {
     format_patch(path, &structured_hunks(old, new, context))

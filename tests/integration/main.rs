@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod architecture;
 mod cli_flags;
 mod compaction;
 mod error_bodies;
