@@ -1,6 +1,14 @@
-//! `AgentSession`: everything commands act on. It lives behind one `parking_lot::Mutex`, held
-//! briefly: methods here never do network I/O and never write to stdout; they return the events
-//! to emit so the caller writes them (in order, before the response) after releasing the lock.
+//! `AgentSession`: everything commands act on, behind one `parking_lot::Mutex`.
+//!
+//! **The lock rule** (`ARCHITECTURE.md` has the whole of it): the lock is held briefly, and
+//! never across network I/O, a child process, rendering or a wait. Copy what is needed,
+//! release, then work: methods here return the events to emit and the caller writes them
+//! after releasing the lock; credentials (a `!command` key runs a shell command) are resolved
+//! by the caller from the shared registry. Three exceptions, each deliberate: appending a
+//! session entry (and persisting a `set_*` setting) happens under the lock so the file's order
+//! is the commands' order; a record whose order must be atomic with a state change
+//! (`agent_settled`, a delivery's `queue_update`) is sent on the output channel under it; and
+//! `tools::write::with_file_lock` serializes one file's mutations across their I/O.
 
 use std::path::PathBuf;
 use std::sync::Arc;
