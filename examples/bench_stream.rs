@@ -467,7 +467,7 @@ fn bench_usage_serialization() {
     );
     let values = [0.000036, 0.00045, 9e-6, 3.75e-5, 0.0004215, 3.0, 1234.5678];
     let start = Instant::now();
-    let mut buf = pi_rpc::util::JsNumberBuf::new();
+    let mut buf = pi_rpc::js::number::JsNumberBuf::new();
     for i in 0..n {
         std::hint::black_box(buf.format(values[i % values.len()]).len());
     }

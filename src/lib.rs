@@ -26,8 +26,9 @@
 //! - `extensions`: discovery of extension units (loading them is not built yet);
 //! - [`image`]: inline image normalization; [`export`]: `export_html`.
 //!
-//! Shared: [`cancel`] (cancellation tokens: how aborts travel), [`util`] (time, paths,
-//! JavaScript number printing).
+//! Shared: [`cancel`] (cancellation tokens: how aborts travel), [`util`] (time, paths), [`js`]
+//! (what must print exactly as Node prints it: numbers, `JSON.stringify`, `JSON.parse` errors,
+//! UTF-16 lengths, fs error texts).
 //!
 //! Modules are `pub(crate)` unless the integration tests, examples or the binary use them.
 
@@ -44,6 +45,7 @@ pub(crate) mod exit;
 pub mod export;
 pub(crate) mod extensions;
 pub mod image;
+pub mod js;
 pub mod llm;
 pub(crate) mod output;
 pub(crate) mod print;

@@ -631,7 +631,7 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
 
 /// `usage` as wire text (JavaScript number formatting).
 fn usage_text(usage: &Usage) -> Box<RawValue> {
-    crate::util::to_js_string(usage)
+    crate::js::json::to_js_string(usage)
         .ok()
         .and_then(|t| RawValue::from_string(t).ok())
         .unwrap_or_else(|| RawValue::NULL.to_owned())

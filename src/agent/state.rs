@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::lifecycle::Lifecycle;
 use super::queue::{QueueKind, QueuedMessage, Queues};
+use crate::js::number::js_value;
 use crate::llm::thinking::{clamp_level, supported_levels};
 use crate::llm::{Model, ModelRegistry, Role, ThinkingLevel};
 use crate::protocol::data::{
@@ -35,7 +36,7 @@ use crate::session::context::build_messages;
 use crate::session::messages::ContextMessages;
 use crate::session::SessionManager;
 use crate::tools::Tool;
-use crate::util::{js_value, now_ms};
+use crate::util::now_ms;
 
 /// What the command line chose, re-applied to every new session (`rpc-protocol.md` §3.1).
 #[derive(Clone, Debug, Default)]

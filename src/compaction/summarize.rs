@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use super::cut::Preparation;
 use super::serialize::{format_file_operations, serialize_conversation};
 use crate::cancel::CancelToken;
+use crate::js::number::js_value;
 use crate::llm::errors::is_retryable_text;
 use crate::llm::stream::stream_assistant;
 use crate::llm::types::{
@@ -17,7 +18,7 @@ use crate::llm::types::{
 };
 use crate::llm::Model;
 use crate::resources::settings::RetrySettings;
-use crate::util::{js_value, now_ms};
+use crate::util::now_ms;
 
 /// The system prompt of every summarization request.
 pub const SYSTEM_PROMPT: &str = "You are a context summarization assistant. You will be given a conversation between a user and an AI coding assistant; write a structured summary of it in the format the request asks for.\n\nDo not continue the conversation and do not answer any question in it. Reply with the summary only.";

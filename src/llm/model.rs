@@ -3,7 +3,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use crate::util::ser_js_f64;
+use crate::js::number::ser_js_f64;
 
 /// One model as pi describes it on the wire (`get_state.model`, `get_available_models`, …).
 ///

@@ -57,7 +57,7 @@ pub fn post_streaming(
 }
 
 /// The POST of a JSON `body`, serialized as JavaScript's `JSON.stringify` prints it
-/// (`util::to_js_vec`). A body that cannot be serialized is a [`Failure::Error`], never an empty
+/// (`js::json::to_js_vec`). A body that cannot be serialized is a [`Failure::Error`], never an empty
 /// request.
 pub fn json_request(
     url: String,
@@ -65,7 +65,7 @@ pub fn json_request(
     body: &Value,
     idle_timeout: std::time::Duration,
 ) -> Result<HttpRequest, Failure> {
-    let body = crate::util::to_js_vec(body).map_err(|e| Failure::Error(e.to_string()))?;
+    let body = crate::js::json::to_js_vec(body).map_err(|e| Failure::Error(e.to_string()))?;
     Ok(HttpRequest {
         url,
         headers,

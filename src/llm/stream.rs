@@ -340,7 +340,7 @@ pub fn clamp_thinking_budget_to_answer_room(budget: u64, ceiling: u64) -> u64 {
 /// `JSON.stringify` of a parsed value: like `serde_json::to_string`, but numbers print as
 /// JavaScript prints them (`1`, not `1.0`; `0.00000225`, not `2.25e-6`).
 pub fn js_stringify(v: &Value) -> String {
-    crate::util::to_js_string(v).unwrap_or_default()
+    crate::js::json::to_js_string(v).unwrap_or_default()
 }
 
 /// JavaScript truthiness of a parsed JSON value.

@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 
 use super::model::{calculate_cost, number_to_u64, Model};
 use super::thinking::ThinkingLevel;
+use crate::js::number::ser_js_f64;
 use crate::resources::settings::ThinkingBudgets;
-use crate::util::ser_js_f64;
 
 // ---------------------------------------------------------------------------------------------
 // Usage

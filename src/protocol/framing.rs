@@ -238,7 +238,7 @@ fn id_value(text: &str, from: usize) -> Option<Value> {
 /// U+2028/U+2029, as `JSON.stringify` doesn't), numbers as JavaScript prints them (`1`, not
 /// `1.0`; `0.00000225`, not `2.25e-6`), no trailing newline.
 pub fn encode<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    match crate::util::to_js_string(value) {
+    match crate::js::json::to_js_string(value) {
         Ok(s) => s,
         // Serialization of our own types only fails on non-string map keys, which we never build.
         Err(e) => format!(

@@ -93,7 +93,7 @@ pub fn resolve_timeout(timeout: Option<f64>) -> Result<Option<Duration>, String>
 
 /// A number as JavaScript's `String(n)` prints it, for the values that occur here.
 pub fn js_number_string(v: f64) -> String {
-    crate::util::js_number_string(v)
+    crate::js::number::js_number_string(v)
 }
 
 /// `Math.round(ms / 100) / 10`: seconds rounded to one decimal.
@@ -181,7 +181,10 @@ fn run_bash_tool(
         }
     }
     structured.insert("exit_code".into(), Value::from(exit_code));
-    structured.insert("wall_time_seconds".into(), crate::util::js_value(wall));
+    structured.insert(
+        "wall_time_seconds".into(),
+        crate::js::number::js_value(wall),
+    );
     let structured = Some(Value::Object(structured));
     acc.close_log();
 

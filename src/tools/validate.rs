@@ -25,8 +25,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::js::number::js_number_string;
 use crate::llm::stream::js_stringify;
-use crate::util::js_number_string;
 
 mod coerce;
 mod explain;
@@ -96,7 +96,7 @@ fn is_integer(v: &Value) -> bool {
 
 /// A JSON number for `f`, integral values as integers (so they print as JavaScript does).
 fn number_value(f: f64) -> Value {
-    crate::util::js_value(f)
+    crate::js::number::js_value(f)
 }
 
 fn number_text(v: &Value) -> String {
