@@ -1,7 +1,10 @@
 //! `JSON.stringify` as V8 prints it: compact JSON (serde_json's own layout, which is the same)
-//! with numbers in JavaScript's form ([`super::number`]).
+//! with numbers in JavaScript's form ([`super::number`]). `JSON.parse`'s error texts and pi's
+//! JSON repair are in [`parse`].
 
 use super::number::JsNumberBuf;
+
+pub(crate) mod parse;
 
 /// A serde_json formatter that prints numbers as JavaScript's `JSON.stringify` does (compact
 /// output otherwise, like `serde_json::to_string`). Floats inside a `serde_json::Value` can only

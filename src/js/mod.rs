@@ -7,7 +7,7 @@
 //! byte for byte, so this crate reproduces each of them here, once, and nowhere else:
 //!
 //! * [`number`]: `String(n)` / `JSON.stringify` number text;
-//! * `json`: `JSON.stringify`.
+//! * `json`: `JSON.stringify`, V8's `JSON.parse` error messages and pi's JSON repair.
 //!
 //! Only [`number`] is public (`examples/bench_stream.rs` times its `JsNumberBuf`).
 

@@ -69,7 +69,7 @@ impl<'m> StreamState<'m> {
         if !MESSAGE_EVENTS.contains(&name) {
             return Ok(());
         }
-        let ev: Value = super::super::tool_args::parse_json_with_repair(data).ok_or_else(|| {
+        let ev: Value = crate::js::json::parse::parse_json_with_repair(data).ok_or_else(|| {
             out.start();
             Failure::Error(format!(
                 "Could not parse Anthropic SSE event {name}: invalid JSON; data={data}"
