@@ -83,7 +83,7 @@ pub fn process_file_args(
             continue;
         }
         let bytes = std::fs::read(&path).map_err(|e| {
-            let msg = crate::tools::path::node_error(&e, "read", None);
+            let msg = crate::js::fs_error::node_error(&e, "read", None);
             format!("Error: Could not read file {abs}: {msg}")
         })?;
         if let Some(mime) = crate::tools::read::detect_image_mime(&bytes) {

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::node_error::nul_path_message;
 use super::output_path::normalize_output_path;
+use crate::js::fs_error::nul_path_message;
 use crate::llm::Role;
 use crate::session::{Entry, EntryKind, SessionManager};
 
@@ -52,7 +52,7 @@ impl std::fmt::Display for ExportError {
                 source,
             } => {
                 let path = (*syscall == "open").then_some(Path::new(path.as_str()));
-                f.write_str(&crate::tools::path::node_error(source, syscall, path))
+                f.write_str(&crate::js::fs_error::node_error(source, syscall, path))
             }
         }
     }

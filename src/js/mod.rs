@@ -7,9 +7,11 @@
 //! byte for byte, so this crate reproduces each of them here, once, and nowhere else:
 //!
 //! * [`number`]: `String(n)` / `JSON.stringify` number text;
-//! * `json`: `JSON.stringify`, V8's `JSON.parse` error messages and pi's JSON repair.
+//! * `json`: `JSON.stringify`, V8's `JSON.parse` error messages and pi's JSON repair;
+//! * `fs_error`: Node's `fs` error messages (`ENOENT: no such file or directory, open '…'`).
 //!
 //! Only [`number`] is public (`examples/bench_stream.rs` times its `JsNumberBuf`).
 
+pub(crate) mod fs_error;
 pub(crate) mod json;
 pub mod number;

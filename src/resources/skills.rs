@@ -93,9 +93,9 @@ pub enum SkillError {
 impl fmt::Display for SkillError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SkillError::Read { path, source } => {
-                f.write_str(&node_style_io_error(source, "open", path))
-            }
+            SkillError::Read { path, source } => f.write_str(
+                &crate::js::fs_error::node_error_by_kind(source, "open", path),
+            ),
         }
     }
 }
@@ -105,18 +105,6 @@ impl std::error::Error for SkillError {
         match self {
             SkillError::Read { source, .. } => Some(source),
         }
-    }
-}
-
-/// `ENOENT: no such file or directory, open '/x'`, as Node words file errors.
-pub(crate) fn node_style_io_error(e: &std::io::Error, syscall: &str, path: &Path) -> String {
-    use std::io::ErrorKind;
-    let p = path.display();
-    match e.kind() {
-        ErrorKind::NotFound => format!("ENOENT: no such file or directory, {syscall} '{p}'"),
-        ErrorKind::PermissionDenied => format!("EACCES: permission denied, {syscall} '{p}'"),
-        ErrorKind::IsADirectory => "EISDIR: illegal operation on a directory, read".to_string(),
-        _ => format!("{e}, {syscall} '{p}'"),
     }
 }
 

@@ -45,7 +45,7 @@ impl std::fmt::Display for LoadError {
                 source,
             } => {
                 let path = (*syscall == "open").then_some(path.as_path());
-                f.write_str(&crate::tools::path::node_error(source, syscall, path))
+                f.write_str(&crate::js::fs_error::node_error(source, syscall, path))
             }
             LoadError::NotASession(p) => {
                 write!(f, "Session file is not a valid pi session: {}", p.display())

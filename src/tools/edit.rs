@@ -9,9 +9,10 @@ use serde_json::{json, Map, Value};
 
 use super::args::{check_cancelled, str_or_empty};
 use super::diff::{generate_edit_diff, Replacement};
-use super::path::{check_access, nfkc, node_error, node_error_code, resolve_to_cwd};
+use super::path::{check_access, nfkc, resolve_to_cwd};
 use super::write::{with_file_lock, write_file};
 use super::{Tool, ToolContext, ToolOutput};
+use crate::js::fs_error::{node_error, node_error_code};
 
 /// `edit`: `{path, edits: [{oldText, newText}, …]}`.
 pub struct EditTool;

@@ -8,8 +8,9 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::args::{check_cancelled, limit_arg, search_dir, Notices, ABORTED};
-use super::path::{node_error, resolve_to_cwd};
+use super::path::resolve_to_cwd;
 use super::{Tool, ToolContext, ToolOutput};
+use crate::js::fs_error::node_error;
 use crate::truncate::{truncate_head, DEFAULT_MAX_BYTES};
 
 const DEFAULT_LIMIT: f64 = 500.0;

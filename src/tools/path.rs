@@ -1,6 +1,7 @@
 //! Path handling of the file tools (`tools.md` §1): `resolveToCwd`, read's macOS file-name
-//! fallbacks, Node-style file-system error texts, and the small Unicode normalizations the
-//! tools need (NFD for read's fallbacks, an NFKC subset for edit's fuzzy matching).
+//! fallbacks, and the small Unicode normalizations the tools need (NFD for read's fallbacks, an
+//! NFKC subset for edit's fuzzy matching). Node's file-system error texts are in
+//! [`crate::js::fs_error`].
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -125,68 +126,6 @@ fn screenshot_variant(s: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// The code of an I/O error as Node names it (`ENOENT`, `EACCES`, …).
-pub fn node_error_code(err: &io::Error) -> String {
-    match err.raw_os_error().and_then(errno_text) {
-        Some((code, _)) => code.to_string(),
-        None => match err.kind() {
-            io::ErrorKind::NotFound => "ENOENT".to_string(),
-            io::ErrorKind::PermissionDenied => "EACCES".to_string(),
-            _ => "UNKNOWN".to_string(),
-        },
-    }
-}
-
-/// Node's message for a failed fs call: `<CODE>: <description>, <syscall> '<path>'`, or without
-/// the path part for calls on a file descriptor (`EISDIR: illegal operation on a directory, read`).
-pub fn node_error(err: &io::Error, syscall: &str, path: Option<&Path>) -> String {
-    let Some((code, text)) = err.raw_os_error().and_then(errno_text) else {
-        return err.to_string();
-    };
-    match path {
-        Some(p) => format!("{code}: {text}, {syscall} '{}'", p.display()),
-        None => format!("{code}: {text}, {syscall}"),
-    }
-}
-
-/// libuv's error names and descriptions for the errors file operations can meet.
-fn errno_text(errno: i32) -> Option<(&'static str, &'static str)> {
-    Some(match errno {
-        libc::E2BIG => ("E2BIG", "argument list too long"),
-        libc::EACCES => ("EACCES", "permission denied"),
-        libc::EAGAIN => ("EAGAIN", "resource temporarily unavailable"),
-        libc::EBADF => ("EBADF", "bad file descriptor"),
-        libc::EBUSY => ("EBUSY", "resource busy or locked"),
-        libc::EEXIST => ("EEXIST", "file already exists"),
-        libc::EFAULT => ("EFAULT", "bad address in system call argument"),
-        libc::EFBIG => ("EFBIG", "file too large"),
-        libc::EINTR => ("EINTR", "interrupted system call"),
-        libc::EINVAL => ("EINVAL", "invalid argument"),
-        libc::EIO => ("EIO", "i/o error"),
-        libc::EISDIR => ("EISDIR", "illegal operation on a directory"),
-        libc::ELOOP => ("ELOOP", "too many symbolic links encountered"),
-        libc::EMFILE => ("EMFILE", "too many open files"),
-        libc::EMLINK => ("EMLINK", "too many links"),
-        libc::ENAMETOOLONG => ("ENAMETOOLONG", "name too long"),
-        libc::ENFILE => ("ENFILE", "file table overflow"),
-        libc::ENODEV => ("ENODEV", "no such device"),
-        libc::ENOENT => ("ENOENT", "no such file or directory"),
-        libc::ENOMEM => ("ENOMEM", "not enough memory"),
-        libc::ENOSPC => ("ENOSPC", "no space left on device"),
-        libc::ENOSYS => ("ENOSYS", "function not implemented"),
-        libc::ENOTDIR => ("ENOTDIR", "not a directory"),
-        libc::ENOTEMPTY => ("ENOTEMPTY", "directory not empty"),
-        libc::ENXIO => ("ENXIO", "no such device or address"),
-        libc::EPERM => ("EPERM", "operation not permitted"),
-        libc::EPIPE => ("EPIPE", "broken pipe"),
-        libc::EROFS => ("EROFS", "read-only file system"),
-        libc::ESPIPE => ("ESPIPE", "invalid seek"),
-        libc::ETXTBSY => ("ETXTBSY", "text file is busy"),
-        libc::EXDEV => ("EXDEV", "cross-device link not permitted"),
-        _ => return None,
-    })
 }
 
 /// `fs.access(path, mode)` without `unsafe`: opens the file for reading (and for writing when
@@ -863,21 +802,6 @@ mod tests {
         );
         assert_eq!(resolve_read_path("none.png", &dir), dir.join("none.png"));
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn node_error_texts() {
-        let e = io::Error::from_raw_os_error(libc::ENOENT);
-        assert_eq!(
-            node_error(&e, "access", Some(Path::new("/x/y"))),
-            "ENOENT: no such file or directory, access '/x/y'"
-        );
-        let e = io::Error::from_raw_os_error(libc::EISDIR);
-        assert_eq!(
-            node_error(&e, "read", None),
-            "EISDIR: illegal operation on a directory, read"
-        );
-        assert_eq!(node_error_code(&e), "EISDIR");
     }
 
     #[test]

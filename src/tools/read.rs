@@ -8,8 +8,9 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::args::{check_cancelled, str_or_empty};
-use super::path::{check_access, node_error, resolve_read_path};
+use super::path::{check_access, resolve_read_path};
 use super::{Tool, ToolContext, ToolOutput};
+use crate::js::fs_error::node_error;
 use crate::js::number::js_number_string;
 use crate::truncate::{
     format_size, truncate_head, Truncation, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES,

@@ -10,8 +10,9 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::args::{check_cancelled, str_or_empty};
-use super::path::{node_error, resolve_to_cwd};
+use super::path::resolve_to_cwd;
 use super::{Tool, ToolContext, ToolOutput};
+use crate::js::fs_error::node_error;
 
 type LockMap = Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>;
 
