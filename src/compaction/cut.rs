@@ -224,7 +224,7 @@ pub fn prepare(branch: &[&Entry], keep_recent_tokens: u64) -> Result<Preparation
         let c = projection[i].entry;
         let from_hook = c
             .get("fromHook")
-            .is_some_and(|v| crate::llm::stream::js_truthy(&v));
+            .is_some_and(|v| crate::js::value::js_truthy(&v));
         if !from_hook {
             if let Some(details) = c.get("details").filter(|d| d.is_object()) {
                 file_ops.add_details(&details);

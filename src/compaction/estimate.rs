@@ -51,7 +51,7 @@ pub fn estimate_tokens(msg: &Value) -> u64 {
                         Some("toolCall") => {
                             str_chars(b.get("name"))
                                 + b.get("arguments")
-                                    .map_or(0, |a| js_len(&crate::llm::stream::js_stringify(a)))
+                                    .map_or(0, |a| js_len(&crate::js::json::js_stringify(a)))
                         }
                         _ => 0,
                     })
@@ -68,7 +68,7 @@ pub fn estimate_tokens(msg: &Value) -> u64 {
                 + sections
                 + msg
                     .get("toolsAdded")
-                    .map_or(0, |t| js_len(&crate::llm::stream::js_stringify(t)))
+                    .map_or(0, |t| js_len(&crate::js::json::js_stringify(t)))
         }
         Role::Other(_) => 0,
     };

@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::estimate::{content_text, js_len};
+use crate::js::json::js_stringify;
 use crate::llm::convert::{
     bash_execution_text, BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
     COMPACTION_SUMMARY_SUFFIX,
 };
-use crate::llm::stream::js_stringify;
 use crate::llm::Role;
 
 /// Longest tool result text kept in a serialized conversation (UTF-16 code units).

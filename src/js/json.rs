@@ -1,6 +1,8 @@
 //! `JSON.stringify` as V8 prints it: compact JSON (serde_json's own layout, which is the same)
-//! with numbers in JavaScript's form ([`super::number`]). `JSON.parse`'s error texts and pi's
+//! with numbers in JavaScript's form ([`super::number`]), and `JSON.stringify(v, null, 2)`. `JSON.parse`'s error texts and pi's
 //! JSON repair are in [`parse`].
+
+use serde_json::Value;
 
 use super::number::JsNumberBuf;
 
@@ -36,4 +38,73 @@ pub(crate) fn to_js_vec<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::
     let mut ser = serde_json::Serializer::with_formatter(&mut out, JsFormatter);
     value.serialize(&mut ser)?;
     Ok(out)
+}
+
+/// `JSON.stringify` of a parsed value: like `serde_json::to_string`, but numbers print as
+/// JavaScript prints them (`1`, not `1.0`; `0.00000225`, not `2.25e-6`).
+pub(crate) fn js_stringify(v: &Value) -> String {
+    to_js_string(v).unwrap_or_default()
+}
+
+/// `JSON.stringify(v, null, 2)`: two-space indentation, `": "` after keys, keys in stored
+/// order, numbers as JavaScript prints them.
+pub(crate) fn js_stringify_pretty(v: &Value) -> String {
+    let mut out = String::new();
+    write_pretty(v, 0, &mut out);
+    out
+}
+
+/// A JSON string literal for `s` (as `JSON.stringify` writes one).
+fn string_literal(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
+/// Appends `v` indented as at nesting level `depth` ([`js_stringify_pretty`]).
+fn write_pretty(v: &Value, depth: usize, out: &mut String) {
+    let pad = |d: usize| "  ".repeat(d);
+    match v {
+        Value::Array(items) if !items.is_empty() => {
+            out.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(",\n");
+                }
+                out.push_str(&pad(depth + 1));
+                write_pretty(item, depth + 1, out);
+            }
+            out.push('\n');
+            out.push_str(&pad(depth));
+            out.push(']');
+        }
+        Value::Object(map) if !map.is_empty() => {
+            out.push_str("{\n");
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(",\n");
+                }
+                out.push_str(&pad(depth + 1));
+                out.push_str(&string_literal(k));
+                out.push_str(": ");
+                write_pretty(item, depth + 1, out);
+            }
+            out.push('\n');
+            out.push_str(&pad(depth));
+            out.push('}');
+        }
+        other => out.push_str(&js_stringify(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stringify_pretty() {
+        assert_eq!(
+            js_stringify_pretty(&json!({"a":1.0,"b":[],"c":"x\u{1}"})),
+            "{\n  \"a\": 1,\n  \"b\": [],\n  \"c\": \"x\\u0001\"\n}"
+        );
+    }
 }

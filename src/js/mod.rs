@@ -6,12 +6,17 @@
 //! counted in UTF-16 code units, and the texts of Node's `fs` errors. Clients compare these
 //! byte for byte, so this crate reproduces each of them here, once, and nowhere else:
 //!
-//! * [`number`]: `String(n)` / `JSON.stringify` number text;
-//! * `json`: `JSON.stringify`, V8's `JSON.parse` error messages and pi's JSON repair;
-//! * `fs_error`: Node's `fs` error messages (`ENOENT: no such file or directory, open '…'`).
+//! * [`number`]: `String(n)` / `JSON.stringify` number text, and `Number(string)`;
+//! * `json`: `JSON.stringify` (compact and indented), V8's `JSON.parse` error messages and
+//!   pi's JSON repair;
+//! * `fs_error`: Node's `fs` error messages (`ENOENT: no such file or directory, open '…'`);
+//! * `value`: JavaScript's view of a parsed JSON value (truthiness, template-literal text);
+//! * `string`: the whitespace `String.prototype.trim` removes.
 //!
 //! Only [`number`] is public (`examples/bench_stream.rs` times its `JsNumberBuf`).
 
 pub(crate) mod fs_error;
 pub(crate) mod json;
 pub mod number;
+pub(crate) mod string;
+pub(crate) mod value;

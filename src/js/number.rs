@@ -1,7 +1,9 @@
 //! Numbers as JavaScript prints them: `String(n)` (ECMAScript's Number::toString) and the
 //! number text of `JSON.stringify`, for serde (`ser_js_f64`), for `serde_json::Value`s
 //! (`js_value`) and as plain strings (`js_number_string`). `3` not `3.0`, `0.00000225` not
-//! `2.25e-6`, `1e+21` not `1e21`.
+//! `2.25e-6`, `1e+21` not `1e21`. And the other way, `Number(string)` (`js_string_to_number`).
+
+use super::string::is_js_whitespace;
 
 /// Serializes an `f64` the way JavaScript's `JSON.stringify` prints a number, for
 /// `#[serde(serialize_with = "...")]`: `3` (not `3.0`), `0.00000225` (not `2.25e-6`),
@@ -245,6 +247,68 @@ fn parse_exp(bs: &[u8]) -> i32 {
     }
 }
 
+/// JavaScript's `Number(string)`: trimmed; `""` is 0; `0x`/`0o`/`0b` integers; `Infinity`;
+/// decimal literals with optional sign, fraction and exponent; anything else is NaN.
+pub(crate) fn js_string_to_number(s: &str) -> f64 {
+    let t = s.trim_matches(is_js_whitespace);
+    if t.is_empty() {
+        return 0.0;
+    }
+    for (prefix, radix) in [
+        ("0x", 16),
+        ("0X", 16),
+        ("0o", 8),
+        ("0O", 8),
+        ("0b", 2),
+        ("0B", 2),
+    ] {
+        if let Some(digits) = t.strip_prefix(prefix) {
+            if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+                return f64::NAN;
+            }
+            return digits.chars().fold(0.0, |acc, c| {
+                acc * f64::from(radix) + f64::from(c.to_digit(radix).unwrap_or(0))
+            });
+        }
+    }
+    let unsigned = t.strip_prefix(['+', '-']).unwrap_or(t);
+    if unsigned == "Infinity" {
+        return if t.starts_with('-') {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        };
+    }
+    let b = unsigned.as_bytes();
+    let mut i = 0;
+    let int_digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    i += int_digits;
+    let mut frac_digits = 0;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        frac_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        i += frac_digits;
+    }
+    if int_digits == 0 && frac_digits == 0 {
+        return f64::NAN;
+    }
+    if matches!(b.get(i), Some(b'e') | Some(b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+') | Some(b'-')) {
+            i += 1;
+        }
+        let exp_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if exp_digits == 0 {
+            return f64::NAN;
+        }
+        i += exp_digits;
+    }
+    if i != b.len() {
+        return f64::NAN;
+    }
+    t.parse::<f64>().unwrap_or(f64::NAN)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,5 +498,20 @@ mod tests {
             let decimal = a == 0.0 || (1e-6..1e21).contains(&a);
             assert_eq!(text.contains('e'), !decimal, "{text}");
         }
+    }
+
+    #[test]
+    fn number_from_string() {
+        assert_eq!(js_string_to_number(" 12 "), 12.0);
+        assert_eq!(js_string_to_number(""), 0.0);
+        assert_eq!(js_string_to_number("0x10"), 16.0);
+        assert_eq!(js_string_to_number("1e3"), 1000.0);
+        assert_eq!(js_string_to_number(".5"), 0.5);
+        assert!(js_string_to_number("abc").is_nan());
+        assert!(js_string_to_number("inf").is_nan());
+        assert!(js_string_to_number("1e").is_nan());
+        assert_eq!(js_number_string(1.5), "1.5");
+        assert_eq!(js_number_string(1e21), "1e+21");
+        assert_eq!(js_number_string(1.5e-7), "1.5e-7");
     }
 }

@@ -20,6 +20,8 @@ use super::types::{
 };
 use super::{anthropic, google, openai_completions, openai_responses};
 use crate::cancel::CancelToken;
+use crate::js::json::js_stringify;
+use crate::js::value::js_truthy;
 use crate::resources::settings::ThinkingBudgets;
 use crate::util::now_ms;
 
@@ -336,23 +338,6 @@ pub fn clamp_thinking_budget_to_answer_room(budget: u64, ceiling: u64) -> u64 {
 
 // ---------------------------------------------------------------------------------------------
 // Error texts
-
-/// `JSON.stringify` of a parsed value: like `serde_json::to_string`, but numbers print as
-/// JavaScript prints them (`1`, not `1.0`; `0.00000225`, not `2.25e-6`).
-pub fn js_stringify(v: &Value) -> String {
-    crate::js::json::to_js_string(v).unwrap_or_default()
-}
-
-/// JavaScript truthiness of a parsed JSON value.
-pub fn js_truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        _ => true,
-    }
-}
 
 /// The Stainless SDKs' `APIError.makeMessage`: `"<status> <msg>"` where msg is the error
 /// object's string `message`, else its JSON, else the raw text; `"<status> status code (no

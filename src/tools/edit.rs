@@ -13,6 +13,7 @@ use super::path::{check_access, nfkc, resolve_to_cwd};
 use super::write::{with_file_lock, write_file};
 use super::{Tool, ToolContext, ToolOutput};
 use crate::js::fs_error::{node_error, node_error_code};
+use crate::js::string::is_js_whitespace;
 
 /// `edit`: `{path, edits: [{oldText, newText}, …]}`.
 pub struct EditTool;
@@ -233,21 +234,6 @@ pub fn split_bom(text: &str) -> (&str, &str) {
 /// `\r\n` and lone `\r` become `\n`.
 pub fn normalize_to_lf(text: &str) -> String {
     text.replace("\r\n", "\n").replace('\r', "\n")
-}
-
-/// JavaScript's whitespace and line terminators (what `String.prototype.trimEnd` removes).
-fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-    )
 }
 
 /// The text fuzzy matching compares: NFKC (the subset of [`nfkc`]), trailing whitespace of

@@ -25,8 +25,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::js::number::js_number_string;
-use crate::llm::stream::js_stringify;
+use crate::js::json::{js_stringify, js_stringify_pretty};
+use crate::js::number::{js_number_string, js_string_to_number};
+use crate::js::string::is_js_whitespace;
 
 mod coerce;
 mod explain;
@@ -104,129 +105,6 @@ fn number_text(v: &Value) -> String {
         Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
         Value::Number(n) => js_number_string(n.as_f64().unwrap_or(f64::NAN)),
         _ => String::new(),
-    }
-}
-
-fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-    )
-}
-
-/// JavaScript's `Number(string)`: trimmed; `""` is 0; `0x`/`0o`/`0b` integers; `Infinity`;
-/// decimal literals with optional sign, fraction and exponent; anything else is NaN.
-pub fn js_string_to_number(s: &str) -> f64 {
-    let t = s.trim_matches(is_js_whitespace);
-    if t.is_empty() {
-        return 0.0;
-    }
-    for (prefix, radix) in [
-        ("0x", 16),
-        ("0X", 16),
-        ("0o", 8),
-        ("0O", 8),
-        ("0b", 2),
-        ("0B", 2),
-    ] {
-        if let Some(digits) = t.strip_prefix(prefix) {
-            if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-                return f64::NAN;
-            }
-            return digits.chars().fold(0.0, |acc, c| {
-                acc * f64::from(radix) + f64::from(c.to_digit(radix).unwrap_or(0))
-            });
-        }
-    }
-    let unsigned = t.strip_prefix(['+', '-']).unwrap_or(t);
-    if unsigned == "Infinity" {
-        return if t.starts_with('-') {
-            f64::NEG_INFINITY
-        } else {
-            f64::INFINITY
-        };
-    }
-    let b = unsigned.as_bytes();
-    let mut i = 0;
-    let int_digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
-    i += int_digits;
-    let mut frac_digits = 0;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        frac_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-        i += frac_digits;
-    }
-    if int_digits == 0 && frac_digits == 0 {
-        return f64::NAN;
-    }
-    if matches!(b.get(i), Some(b'e') | Some(b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'+') | Some(b'-')) {
-            i += 1;
-        }
-        let exp_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if exp_digits == 0 {
-            return f64::NAN;
-        }
-        i += exp_digits;
-    }
-    if i != b.len() {
-        return f64::NAN;
-    }
-    t.parse::<f64>().unwrap_or(f64::NAN)
-}
-
-/// `JSON.stringify(v, null, 2)`: two-space indentation, `": "` after keys, keys in stored
-/// order, numbers as JavaScript prints them.
-pub fn js_stringify_pretty(v: &Value) -> String {
-    let mut out = String::new();
-    write_pretty(v, 0, &mut out);
-    out
-}
-
-fn string_literal(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
-}
-
-fn write_pretty(v: &Value, depth: usize, out: &mut String) {
-    let pad = |d: usize| "  ".repeat(d);
-    match v {
-        Value::Array(items) if !items.is_empty() => {
-            out.push_str("[\n");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(",\n");
-                }
-                out.push_str(&pad(depth + 1));
-                write_pretty(item, depth + 1, out);
-            }
-            out.push('\n');
-            out.push_str(&pad(depth));
-            out.push(']');
-        }
-        Value::Object(map) if !map.is_empty() => {
-            out.push_str("{\n");
-            for (i, (k, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(",\n");
-                }
-                out.push_str(&pad(depth + 1));
-                out.push_str(&string_literal(k));
-                out.push_str(": ");
-                write_pretty(item, depth + 1, out);
-            }
-            out.push('\n');
-            out.push_str(&pad(depth));
-            out.push('}');
-        }
-        other => out.push_str(&js_stringify(other)),
     }
 }
 
@@ -584,25 +462,6 @@ mod tests {
         let e = errors(&json!({"type":"object"}), &json!([1]));
         assert_eq!(e[0].path, "root");
         assert_eq!(e[0].message, "expected object, got array");
-    }
-
-    #[test]
-    fn javascript_numbers_and_strings() {
-        assert_eq!(js_string_to_number(" 12 "), 12.0);
-        assert_eq!(js_string_to_number(""), 0.0);
-        assert_eq!(js_string_to_number("0x10"), 16.0);
-        assert_eq!(js_string_to_number("1e3"), 1000.0);
-        assert_eq!(js_string_to_number(".5"), 0.5);
-        assert!(js_string_to_number("abc").is_nan());
-        assert!(js_string_to_number("inf").is_nan());
-        assert!(js_string_to_number("1e").is_nan());
-        assert_eq!(js_number_string(1.5), "1.5");
-        assert_eq!(js_number_string(1e21), "1e+21");
-        assert_eq!(js_number_string(1.5e-7), "1.5e-7");
-        assert_eq!(
-            js_stringify_pretty(&json!({"a":1.0,"b":[],"c":"x\u{1}"})),
-            "{\n  \"a\": 1,\n  \"b\": [],\n  \"c\": \"x\\u0001\"\n}"
-        );
     }
 
     // Observed from pi 1.6.0 (second probe).

@@ -17,8 +17,7 @@ use super::model::{number_to_u64, Model};
 use super::request::{json_request, post_streaming, read_failure};
 use super::sse::SseParser;
 use super::stream::{
-    base_max_tokens, effective_thinking_level, js_stringify, js_truthy, AbortTexts, Failure,
-    Output, StreamUpdate,
+    base_max_tokens, effective_thinking_level, AbortTexts, Failure, Output, StreamUpdate,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::types::{
@@ -26,6 +25,8 @@ use super::types::{
     StreamOptions, Tool, Usage,
 };
 use crate::cancel::CancelToken;
+use crate::js::json::js_stringify;
+use crate::js::value::js_truthy;
 use crate::resources::settings::ThinkingBudgets;
 use crate::util::now_ms;
 

@@ -12,7 +12,7 @@ use super::model::Model;
 use super::request::{json_request, merge_sampling_params, post_streaming};
 use super::sse::SseParser;
 use super::stream::{
-    base_max_tokens, clamp_thinking_budget_to_answer_room, effective_thinking_level, js_stringify,
+    base_max_tokens, clamp_thinking_budget_to_answer_room, effective_thinking_level,
     parse_error_body, sdk_status_message, thinking_budget_for_level, AbortTexts, Failure, Output,
     StreamUpdate,
 };
@@ -23,6 +23,8 @@ use super::types::{
     StopReason, StreamOptions, Tool, Usage,
 };
 use crate::cancel::CancelToken;
+use crate::js::json::js_stringify;
+use crate::js::value::js_truthy;
 
 mod events;
 mod request;
@@ -240,7 +242,7 @@ impl CompletionsCompat {
 pub fn http_error_message(status: u16, text: &str) -> String {
     let parsed = parse_error_body(text);
     let (error, raw) = match &parsed {
-        Some(v) => (v.get("error").filter(|e| super::stream::js_truthy(e)), None),
+        Some(v) => (v.get("error").filter(|e| js_truthy(e)), None),
         None => (None, Some(text)),
     };
     let message = sdk_status_message(status, error, raw);
@@ -254,7 +256,7 @@ pub fn http_error_message(status: u16, text: &str) -> String {
     if let Some(raw_meta) = error
         .and_then(|e| e.get("metadata"))
         .and_then(|m| m.get("raw"))
-        .filter(|r| super::stream::js_truthy(r))
+        .filter(|r| js_truthy(r))
     {
         let raw_text = match raw_meta {
             Value::String(s) => s.clone(),

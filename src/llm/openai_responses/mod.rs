@@ -16,8 +16,8 @@ use super::model::{number_to_u64, Model};
 use super::request::{json_request, merge_sampling_params, post_streaming, read_failure};
 use super::sse::SseParser;
 use super::stream::{
-    base_max_tokens, effective_thinking_level, js_stringify, js_truthy, parse_error_body,
-    sdk_status_message, AbortTexts, Failure, Output, StreamUpdate,
+    base_max_tokens, effective_thinking_level, parse_error_body, sdk_status_message, AbortTexts,
+    Failure, Output, StreamUpdate,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::tool_args::ToolArgs;
@@ -26,6 +26,8 @@ use super::types::{
     StopReason, StreamOptions, Tool, Usage,
 };
 use crate::cancel::CancelToken;
+use crate::js::json::js_stringify;
+use crate::js::value::{js_template, js_truthy};
 
 mod events;
 mod request;
@@ -163,25 +165,6 @@ fn truncate_body(s: &str) -> String {
         out.push(c);
     }
     format!("{out}... [truncated {} chars]", total - MAX)
-}
-
-/// A JavaScript template-literal rendering of a JSON field (`undefined` when absent).
-fn js_template(v: Option<&Value>) -> String {
-    match v {
-        None => "undefined".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) => "null".into(),
-        Some(Value::Object(_)) => "[object Object]".into(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|x| match x {
-                Value::Null => String::new(),
-                other => js_template(Some(other)),
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Some(other) => js_stringify(other),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
