@@ -236,15 +236,12 @@ fn tenths(b: u128, unit: u128) -> String {
 /// Cuts `line` to at most `max_units` UTF-16 code units (JavaScript string length) and appends
 /// `... [truncated]`; never splits a character. Returns the text and whether it was cut.
 pub fn truncate_line(line: &str, max_units: usize) -> (String, bool) {
-    let mut units = 0usize;
-    for (i, c) in line.char_indices() {
-        let w = c.len_utf16();
-        if units + w > max_units {
-            return (format!("{}... [truncated]", &line[..i]), true);
-        }
-        units += w;
+    let head = crate::js::utf16::prefix(line, max_units);
+    if head.len() < line.len() {
+        (format!("{head}... [truncated]"), true)
+    } else {
+        (line.to_string(), false)
     }
-    (line.to_string(), false)
 }
 
 #[cfg(test)]

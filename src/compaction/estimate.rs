@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::js::utf16;
 use crate::llm::Role;
 use crate::session::projection::Projected;
 use crate::session::{Entry, EntryKind};
@@ -10,18 +11,13 @@ use crate::session::{Entry, EntryKind};
 /// Characters counted for one image block.
 const IMAGE_CHARS: usize = 4800;
 
-/// `text.length` in JavaScript.
-pub fn js_len(s: &str) -> usize {
-    s.encode_utf16().count()
-}
-
 fn text_chars(content: &Value) -> usize {
     match content {
-        Value::String(s) => js_len(s),
+        Value::String(s) => utf16::len(s),
         Value::Array(blocks) => blocks
             .iter()
             .map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => b.get("text").and_then(Value::as_str).map_or(0, js_len),
+                Some("text") => b.get("text").and_then(Value::as_str).map_or(0, utf16::len),
                 Some("image") => IMAGE_CHARS,
                 _ => 0,
             })
@@ -31,7 +27,7 @@ fn text_chars(content: &Value) -> usize {
 }
 
 fn str_chars(v: Option<&Value>) -> usize {
-    v.and_then(Value::as_str).map_or(0, js_len)
+    v.and_then(Value::as_str).map_or(0, utf16::len)
 }
 
 /// `ceil(chars / 4)` for one message.
@@ -51,7 +47,7 @@ pub fn estimate_tokens(msg: &Value) -> u64 {
                         Some("toolCall") => {
                             str_chars(b.get("name"))
                                 + b.get("arguments")
-                                    .map_or(0, |a| js_len(&crate::js::json::js_stringify(a)))
+                                    .map_or(0, |a| utf16::len(&crate::js::json::js_stringify(a)))
                         }
                         _ => 0,
                     })
@@ -68,7 +64,7 @@ pub fn estimate_tokens(msg: &Value) -> u64 {
                 + sections
                 + msg
                     .get("toolsAdded")
-                    .map_or(0, |t| js_len(&crate::js::json::js_stringify(t)))
+                    .map_or(0, |t| utf16::len(&crate::js::json::js_stringify(t)))
         }
         Role::Other(_) => 0,
     };

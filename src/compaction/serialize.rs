@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::estimate::{content_text, js_len};
+use super::estimate::content_text;
 use crate::js::json::js_stringify;
+use crate::js::utf16;
 use crate::llm::convert::{
     bash_execution_text, BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
     COMPACTION_SUMMARY_SUFFIX,
@@ -17,29 +18,16 @@ use crate::llm::Role;
 /// Longest tool result text kept in a serialized conversation (UTF-16 code units).
 pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
 
-/// The first `max` UTF-16 code units of `text` without splitting a surrogate pair (pi's
-/// `sliceHead`).
-fn slice_head(text: &str, max: usize) -> &str {
-    let mut units = 0usize;
-    for (i, c) in text.char_indices() {
-        let w = c.len_utf16();
-        if units + w > max {
-            return &text[..i];
-        }
-        units += w;
-    }
-    text
-}
-
-/// A tool result text cut to `max` units plus a note of how much was dropped.
+/// A tool result text cut to `max` units (pi's `sliceHead`: a surrogate pair at the limit is
+/// left out whole) plus a note of how much was dropped.
 fn truncate_for_summary(text: &str, max: usize) -> String {
-    let len = js_len(text);
+    let len = utf16::len(text);
     if len <= max {
         return text.to_string();
     }
     format!(
         "{}\n\n[... {} more characters truncated]",
-        slice_head(text, max),
+        utf16::prefix(text, max),
         len - max
     )
 }
@@ -224,9 +212,8 @@ impl FileOps {
             .cloned()
             .collect();
         let mut modified: Vec<String> = modified.into_iter().cloned().collect();
-        let js_order = |a: &String, b: &String| a.encode_utf16().cmp(b.encode_utf16());
-        read.sort_by(js_order);
-        modified.sort_by(js_order);
+        read.sort_by(|a, b| utf16::cmp(a, b));
+        modified.sort_by(|a, b| utf16::cmp(a, b));
         (read, modified)
     }
 }

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::process::{self, ShellCommand};
 use crate::cancel::CancelToken;
+use crate::js::utf16;
 use crate::truncate::{truncate_tail, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
 
 /// One RPC `bash` command.
@@ -153,12 +154,12 @@ impl<'a> RpcOutput<'a> {
         if let Some(log) = &mut self.log {
             log.write(text.as_bytes());
         }
-        self.window_units += utf16_len(&text);
+        self.window_units += utf16::len(&text);
         (self.on_chunk)(&text);
         self.chunks.push_back(text);
         while self.window_units > ROLLING_WINDOW && self.chunks.len() > 1 {
             if let Some(removed) = self.chunks.pop_front() {
-                self.window_units -= utf16_len(&removed);
+                self.window_units -= utf16::len(&removed);
                 self.discarded = true;
             }
         }
@@ -193,10 +194,6 @@ impl process::OutputSink for RpcOutput<'_> {
         let complete = complete.to_string();
         self.append_text(&complete);
     }
-}
-
-fn utf16_len(s: &str) -> usize {
-    s.chars().map(char::len_utf16).sum()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,15 +239,7 @@ pub fn split_incomplete_ansi_suffix(value: &str) -> (&str, &str) {
         return (value, "");
     }
     // Window start: the last MAX_PENDING_ANSI UTF-16 units.
-    let mut units = 0usize;
-    let mut window_start = value.len();
-    for (i, c) in value.char_indices().rev() {
-        units += c.len_utf16();
-        if units > MAX_PENDING_ANSI {
-            break;
-        }
-        window_start = i;
-    }
+    let window_start = value.len() - utf16::suffix(value, MAX_PENDING_ANSI).len();
     match unfinished_ansi_regex().and_then(|re| re.find(&value[window_start..])) {
         Some(m) => value.split_at(window_start + m.start()),
         None => (value, ""),

@@ -6,6 +6,8 @@
 use std::io;
 use std::path::Path;
 
+use super::utf16;
+
 /// The code of an I/O error as Node names it (`ENOENT`, `EACCES`, …).
 pub(crate) fn node_error_code(err: &io::Error) -> String {
     match err.raw_os_error().and_then(errno_text) {
@@ -88,8 +90,8 @@ pub(crate) fn node_error_by_kind(e: &std::io::Error, syscall: &str, path: &Path)
 /// (`ERR_INVALID_ARG_VALUE`).
 pub(crate) fn nul_path_message(path: &str) -> String {
     let mut inspected = inspect_string(path);
-    if utf16_len(&inspected) > 128 {
-        inspected = utf16_prefix(&inspected, 128).to_string() + "...";
+    if utf16::len(&inspected) > 128 {
+        inspected = utf16::prefix(&inspected, 128).to_string() + "...";
     }
     format!(
         "The argument 'path' must be a string, Uint8Array, or URL without null bytes. Received {inspected}"
@@ -100,7 +102,7 @@ pub(crate) fn nul_path_message(path: &str) -> String {
 /// (double quotes or backticks when the text holds single quotes), control characters and
 /// the backslash escaped, and a long multi-line string split after each newline.
 fn inspect_string(s: &str) -> String {
-    if utf16_len(s) > 124 && s.contains('\n') {
+    if utf16::len(s) > 124 && s.contains('\n') {
         let mut pieces = Vec::new();
         let mut rest = s;
         while let Some(i) = rest.find('\n') {
@@ -145,23 +147,6 @@ fn quote(s: &str) -> String {
     }
     out.push(q);
     out
-}
-
-/// Length in UTF-16 code units, as JavaScript counts string length.
-fn utf16_len(s: &str) -> usize {
-    s.chars().map(char::len_utf16).sum()
-}
-
-/// The longest prefix of `s` of at most `n` UTF-16 code units (a surrogate pair is not split).
-fn utf16_prefix(s: &str, n: usize) -> &str {
-    let mut units = 0;
-    for (i, c) in s.char_indices() {
-        units += c.len_utf16();
-        if units > n {
-            return &s[..i];
-        }
-    }
-    s
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! * [`number`]: `String(n)` / `JSON.stringify` number text, and `Number(string)`;
 //! * `json`: `JSON.stringify` (compact and indented), V8's `JSON.parse` error messages and
 //!   pi's JSON repair;
+//! * `utf16`: string length, prefixes, suffixes and ordering in UTF-16 code units;
 //! * `fs_error`: Node's `fs` error messages (`ENOENT: no such file or directory, open '…'`);
 //! * `value`: JavaScript's view of a parsed JSON value (truthiness, template-literal text);
 //! * `string`: the whitespace `String.prototype.trim` removes.
@@ -19,4 +20,5 @@ pub(crate) mod fs_error;
 pub(crate) mod json;
 pub mod number;
 pub(crate) mod string;
+pub(crate) mod utf16;
 pub(crate) mod value;

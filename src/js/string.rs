@@ -1,4 +1,5 @@
-//! JavaScript string semantics other than UTF-16 length and slicing: the whitespace
+//! JavaScript string semantics other than UTF-16 length and slicing ([`super::utf16`]): the
+//! whitespace
 //! `String.prototype.trim` and its relatives remove, and `Number(string)` skips.
 
 /// JavaScript's whitespace and line terminators (what `String.prototype.trim`, `trimStart` and

@@ -21,6 +21,7 @@ use super::types::{
 use super::{anthropic, google, openai_completions, openai_responses};
 use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
+use crate::js::utf16;
 use crate::js::value::js_truthy;
 use crate::resources::settings::ThinkingBudgets;
 use crate::util::now_ms;
@@ -194,10 +195,6 @@ const ESTIMATED_IMAGE_CHARS: usize = 4800;
 /// Tokens always left for the answer when a thinking budget shares the response ceiling.
 pub const MIN_ANSWER_TOKENS: u64 = 1024;
 
-fn js_len(s: &str) -> usize {
-    s.encode_utf16().count()
-}
-
 fn tokens_of_chars(chars: usize) -> u64 {
     (chars as f64 / CHARS_PER_TOKEN).ceil() as u64
 }
@@ -206,7 +203,7 @@ fn content_chars(content: &[ContentBlock]) -> usize {
     content
         .iter()
         .map(|b| match b {
-            ContentBlock::Text { text, .. } => js_len(text),
+            ContentBlock::Text { text, .. } => utf16::len(text),
             ContentBlock::Image { .. } => ESTIMATED_IMAGE_CHARS,
             _ => 0,
         })
@@ -223,12 +220,13 @@ fn message_tokens(m: &LlmMessage) -> u64 {
                 .content
                 .iter()
                 .map(|b| match b {
-                    ContentBlock::Text { text, .. } => js_len(text),
-                    ContentBlock::Thinking { thinking, .. } => js_len(thinking),
+                    ContentBlock::Text { text, .. } => utf16::len(text),
+                    ContentBlock::Thinking { thinking, .. } => utf16::len(thinking),
                     ContentBlock::ToolCall {
                         name, arguments, ..
                     } => {
-                        js_len(name) + js_len(&serde_json::to_string(arguments).unwrap_or_default())
+                        utf16::len(name)
+                            + utf16::len(&serde_json::to_string(arguments).unwrap_or_default())
                     }
                     ContentBlock::Image { .. } => 0,
                 })
@@ -277,7 +275,7 @@ pub fn estimate_context_tokens(ctx: &LlmContext) -> u64 {
                     .sum::<u64>()
         }
         None => {
-            let mut total = tokens_of_chars(js_len(&ctx.system_prompt));
+            let mut total = tokens_of_chars(utf16::len(&ctx.system_prompt));
             if !ctx.tools.is_empty() {
                 let tools: Vec<Value> = ctx
                     .tools
@@ -290,8 +288,9 @@ pub fn estimate_context_tokens(ctx: &LlmContext) -> u64 {
                         Value::Object(m)
                     })
                     .collect();
-                total +=
-                    tokens_of_chars(js_len(&serde_json::to_string(&tools).unwrap_or_default()));
+                total += tokens_of_chars(utf16::len(
+                    &serde_json::to_string(&tools).unwrap_or_default(),
+                ));
             }
             total + ctx.messages.iter().map(message_tokens).sum::<u64>()
         }

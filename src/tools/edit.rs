@@ -288,7 +288,7 @@ fn count_occurrences(content: &str, old: &str) -> isize {
     let o = normalize_for_fuzzy_match(old);
     if o.is_empty() {
         // `split("")` yields one piece per UTF-16 code unit.
-        return c.encode_utf16().count() as isize - 1;
+        return crate::js::utf16::len(&c) as isize - 1;
     }
     c.matches(o.as_str()).count() as isize
 }

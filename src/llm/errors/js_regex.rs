@@ -164,7 +164,7 @@ pub(super) fn lookarounds_at_edges(seq: &[Item]) -> bool {
 /// `text` as JavaScript sees it, one character per UTF-16 code unit: each character outside
 /// the BMP becomes two [`STAND_IN`]s. Borrowed when there is none (no 4-byte UTF-8 sequence).
 pub(super) fn utf16_units(text: &str) -> Cow<'_, str> {
-    if !text.bytes().any(|b| b >= 0xF0) {
+    if !crate::js::utf16::has_surrogate_pairs(text) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());

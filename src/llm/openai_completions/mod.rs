@@ -24,6 +24,7 @@ use super::types::{
 };
 use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
+use crate::js::utf16;
 use crate::js::value::js_truthy;
 
 mod events;
@@ -271,14 +272,14 @@ pub fn http_error_message(status: u16, text: &str) -> String {
 }
 
 fn truncate_error_text(text: &str) -> String {
-    let units: Vec<u16> = text.encode_utf16().collect();
-    if units.len() <= MAX_ERROR_BODY_CHARS {
+    let total = utf16::len(text);
+    if total <= MAX_ERROR_BODY_CHARS {
         return text.to_owned();
     }
-    let head = String::from_utf16_lossy(&units[..MAX_ERROR_BODY_CHARS]);
+    let head = utf16::prefix_lossy(text, MAX_ERROR_BODY_CHARS);
     format!(
         "{head}... [truncated {} chars]",
-        units.len() - MAX_ERROR_BODY_CHARS
+        total - MAX_ERROR_BODY_CHARS
     )
 }
 

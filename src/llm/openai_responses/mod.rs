@@ -27,6 +27,7 @@ use super::types::{
 };
 use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
+use crate::js::utf16;
 use crate::js::value::{js_template, js_truthy};
 
 mod events;
@@ -151,19 +152,11 @@ pub fn http_error_message(model: &Model, status: u16, body: &str) -> String {
 /// pi's `truncateErrorText` at 4000 UTF-16 units.
 fn truncate_body(s: &str) -> String {
     const MAX: usize = 4000;
-    let total = s.encode_utf16().count();
+    let total = utf16::len(s);
     if total <= MAX {
         return s.to_owned();
     }
-    let mut out = String::new();
-    let mut units = 0;
-    for c in s.chars() {
-        if units + c.len_utf16() > MAX {
-            break;
-        }
-        units += c.len_utf16();
-        out.push(c);
-    }
+    let out = utf16::prefix(s, MAX);
     format!("{out}... [truncated {} chars]", total - MAX)
 }
 

@@ -254,7 +254,7 @@ pub fn convert_input(model: &Model, ctx: &LlmContext) -> Vec<Value> {
                             text_index += 1;
                             let (id, phase) = match parsed {
                                 Some((id, phase)) if !id.is_empty() => {
-                                    if id.encode_utf16().count() > 64 {
+                                    if crate::js::utf16::len(&id) > 64 {
                                         (format!("msg_{}", short_hash(&id)), phase)
                                     } else {
                                         (id, phase)
