@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::value::{CompactSeed, Scratch};
+use crate::js::json::parse::is_json_whitespace;
 use crate::llm::Role;
 
 /// A session entry: `{"type", "id", "parentId", "timestamp", ...}` (custom entries put their
@@ -98,16 +99,11 @@ impl PartialEq<EntryKind> for &EntryKind {
     }
 }
 
-/// JSON whitespace (what `JSON.parse` ignores around a value).
-fn is_json_ws(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\r' | '\n')
-}
-
 impl Entry {
     /// Parses one line of a session file. The line must be a JSON object; surrounding whitespace
     /// (e.g. a CR before the LF) is dropped, the rest is kept verbatim.
     pub fn parse(line: &str) -> Result<Entry, serde_json::Error> {
-        let text = line.trim_matches(is_json_ws);
+        let text = line.trim_matches(is_json_whitespace);
         let head: Head = serde_json::from_str(text)?;
         Ok(Entry {
             raw: text.into(),

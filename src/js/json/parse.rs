@@ -62,8 +62,15 @@ struct V8JsonSyntax<'a> {
     i: usize,
 }
 
+/// JSON's whitespace, what `JSON.parse` skips around tokens and around the whole value: space,
+/// tab, LF and CR only (not the wider set `String.prototype.trim` removes).
+pub(crate) fn is_json_whitespace(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
+}
+
+/// [`is_json_whitespace`] for one UTF-16 code unit.
 fn is_json_ws(c: u16) -> bool {
-    matches!(c, 0x20 | 0x09 | 0x0A | 0x0D)
+    char::from_u32(u32::from(c)).is_some_and(is_json_whitespace)
 }
 
 fn is_digit(c: Option<u16>) -> bool {
