@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use super::{Tool, ToolContext, ToolOutput};
 use crate::exec::bash::{TempLog, Utf8Decoder};
 use crate::exec::process::{self, OutputSink, ShellCommand};
+use crate::js::number::js_number_string;
 use crate::truncate::{
     format_size, truncate_tail, Truncation, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES,
 };
@@ -89,11 +90,6 @@ pub fn resolve_timeout(timeout: Option<f64>) -> Result<Option<Duration>, String>
         ));
     }
     Ok(Some(Duration::from_secs_f64(t)))
-}
-
-/// A number as JavaScript's `String(n)` prints it, for the values that occur here.
-pub fn js_number_string(v: f64) -> String {
-    crate::js::number::js_number_string(v)
 }
 
 /// `Math.round(ms / 100) / 10`: seconds rounded to one decimal.
