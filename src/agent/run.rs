@@ -649,7 +649,7 @@ impl AgentSession {
         let tools = self
             .active_tool_decls()
             .into_iter()
-            .map(|t| crate::llm::types::Tool {
+            .map(|t| crate::llm::types::ToolSpec {
                 name: t.name,
                 description: t.description,
                 parameters: t.parameters,

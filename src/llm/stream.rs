@@ -382,7 +382,7 @@ pub fn parse_error_body(text: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::types::{Tool, Usage};
+    use crate::llm::types::{ToolSpec, Usage};
     use serde_json::json;
 
     #[test]
@@ -489,7 +489,7 @@ mod tests {
                     timestamp: 6,
                 },
             ],
-            tools: vec![Tool {
+            tools: vec![ToolSpec {
                 name: "t".into(),
                 description: "d".into(),
                 parameters: json!({}),

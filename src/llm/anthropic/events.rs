@@ -14,7 +14,7 @@ struct OpenBlock {
 pub struct StreamState<'m> {
     pub(super) model: &'m Model,
     pub(super) oauth: bool,
-    pub(super) tools: &'m [Tool],
+    pub(super) tools: &'m [ToolSpec],
     open: Vec<OpenBlock>,
     pub(super) saw_start: bool,
     pub(super) saw_stop: bool,
@@ -37,7 +37,7 @@ fn u64_field(v: &Value, k: &str) -> Option<u64> {
 }
 
 impl<'m> StreamState<'m> {
-    pub fn new(model: &'m Model, oauth: bool, tools: &'m [Tool]) -> StreamState<'m> {
+    pub fn new(model: &'m Model, oauth: bool, tools: &'m [ToolSpec]) -> StreamState<'m> {
         StreamState {
             model,
             oauth,
@@ -380,7 +380,7 @@ mod tests {
     /// Runs canned SSE text through the stream state, collecting wire events.
     fn run_events(sse: &str) -> (AssistantMessage, Vec<Value>, Result<(), Failure>, usize) {
         let model = mock_sonnet();
-        let tools: Vec<Tool> = Vec::new();
+        let tools: Vec<ToolSpec> = Vec::new();
         let mut wire = Vec::new();
         let mut starts = 0;
         let mut cb = |u: StreamUpdate<'_>| match u {
@@ -579,7 +579,7 @@ mod tests {
     #[test]
     fn redacted_thinking_and_oauth_names() {
         let model = mock_sonnet();
-        let tools = vec![Tool {
+        let tools = vec![ToolSpec {
             name: "bash".into(),
             description: String::new(),
             parameters: json!({}),

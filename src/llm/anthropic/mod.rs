@@ -19,7 +19,7 @@ use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::tool_args::ToolArgs;
 use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
-    StopReason, StreamOptions, Tool,
+    StopReason, StreamOptions, ToolSpec,
 };
 use crate::cancel::CancelToken;
 

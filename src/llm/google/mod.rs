@@ -23,7 +23,7 @@ use super::stream::{
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::types::{
     AssistantEvent, AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason,
-    StreamOptions, Tool, Usage,
+    StreamOptions, ToolSpec, Usage,
 };
 use crate::cancel::CancelToken;
 use crate::resources::settings::ThinkingBudgets;

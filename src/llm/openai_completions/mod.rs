@@ -20,7 +20,7 @@ use super::thinking::ThinkingLevel;
 use super::tool_args::ToolArgs;
 use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
-    StopReason, StreamOptions, Tool, Usage,
+    StopReason, StreamOptions, ToolSpec, Usage,
 };
 use crate::cancel::CancelToken;
 

@@ -292,7 +292,7 @@ fn convert_messages(
     out
 }
 
-fn convert_tools(tools: &[Tool], compat: &CompletionsCompat) -> Vec<Value> {
+fn convert_tools(tools: &[ToolSpec], compat: &CompletionsCompat) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
