@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::http::{self, HttpError, HttpRequest, HttpResponse};
 use super::model::Model;
-use super::stream::{Failure, Output};
+use super::stream::{Failure, StreamedMessage};
 use super::thinking::ThinkingLevel;
 use crate::cancel::CancelToken;
 
@@ -29,7 +29,7 @@ pub const ERROR_BODY_CAP: usize = 64 * 1024;
 pub fn post_streaming(
     request: HttpRequest,
     cancel: &CancelToken,
-    out: &mut Output<'_>,
+    out: &mut StreamedMessage<'_>,
     error_message: impl FnOnce(u16, Option<&str>, &str) -> String,
 ) -> Result<HttpResponse, Failure> {
     out.mark_sent();

@@ -1,5 +1,5 @@
 //! The entry point the agent loop calls ([`stream_assistant`]) and the toolkit the wire-API
-//! adapters share: the streamed message with its event callback ([`Output`]), failure and
+//! adapters share: the streamed message with its event callback ([`StreamedMessage`]), failure and
 //! abort handling, the output-token budget (providers.md §1) and provider error-text
 //! formatting. Tool-call arguments are parsed in `tool_args`.
 //!
@@ -50,7 +50,7 @@ pub fn stream_assistant(
         "openai-responses" => openai_responses::stream(model, ctx, opts, cancel, on_event),
         "google-generative-ai" => google::stream(model, ctx, opts, cancel, on_event),
         other => {
-            let out = Output::new(model, on_event);
+            let out = StreamedMessage::new(model, on_event);
             out.finish(
                 Err(Failure::Error(format!("Unsupported API: {other}"))),
                 cancel,
@@ -102,7 +102,7 @@ impl AbortTexts {
 }
 
 /// The message being streamed and the callback that observes it.
-pub struct Output<'a> {
+pub struct StreamedMessage<'a> {
     pub msg: AssistantMessage,
     on_event: &'a mut dyn FnMut(StreamUpdate<'_>),
     started: bool,
@@ -110,10 +110,13 @@ pub struct Output<'a> {
     sent: bool,
 }
 
-impl<'a> Output<'a> {
+impl<'a> StreamedMessage<'a> {
     /// An empty pending message for `model`, stamped now.
-    pub fn new(model: &Model, on_event: &'a mut dyn FnMut(StreamUpdate<'_>)) -> Output<'a> {
-        Output {
+    pub fn new(
+        model: &Model,
+        on_event: &'a mut dyn FnMut(StreamUpdate<'_>),
+    ) -> StreamedMessage<'a> {
+        StreamedMessage {
             msg: AssistantMessage::new(model, now_ms()),
             on_event,
             started: false,

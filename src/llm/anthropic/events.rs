@@ -59,7 +59,7 @@ impl<'m> StreamState<'m> {
         &mut self,
         event: Option<&str>,
         data: &str,
-        out: &mut Output<'_>,
+        out: &mut StreamedMessage<'_>,
     ) -> Result<(), Failure> {
         let name = event.unwrap_or_default();
         if name == "error" {
@@ -387,7 +387,7 @@ mod tests {
             StreamUpdate::Start(_) => starts += 1,
             StreamUpdate::Event(_, e) => wire.push(e.to_wire()),
         };
-        let mut out = Output::new(&model, &mut cb);
+        let mut out = StreamedMessage::new(&model, &mut cb);
         let mut st = StreamState::new(&model, false, &tools);
         let mut result = Ok(());
         for ev in SseParser::new(sse.as_bytes()).dispatch_trailing(true) {
@@ -590,7 +590,7 @@ mod tests {
                 wire.push(e.to_wire())
             }
         };
-        let mut out = Output::new(&model, &mut cb);
+        let mut out = StreamedMessage::new(&model, &mut cb);
         let mut st = StreamState::new(&model, true, &tools);
         for (e, d) in [
             (

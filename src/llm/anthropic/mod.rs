@@ -13,7 +13,7 @@ use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, clamp_max_tokens_to_context, clamp_thinking_budget_to_answer_room,
     effective_thinking_level, parse_error_body, sdk_status_message, thinking_budget_for_level,
-    AbortTexts, Failure, Output, StreamUpdate,
+    AbortTexts, Failure, StreamUpdate, StreamedMessage,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::tool_args::ToolArgs;
@@ -111,7 +111,7 @@ pub fn stream(
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(StreamUpdate<'_>),
 ) -> AssistantMessage {
-    let mut out = Output::new(model, on_event);
+    let mut out = StreamedMessage::new(model, on_event);
     let result = run(model, ctx, opts, cancel, &mut out);
     out.finish(result, cancel, &ABORT_TEXTS)
 }
@@ -121,7 +121,7 @@ fn run(
     ctx: &LlmContext,
     opts: &StreamOptions,
     cancel: &CancelToken,
-    out: &mut Output<'_>,
+    out: &mut StreamedMessage<'_>,
 ) -> Result<(), Failure> {
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);

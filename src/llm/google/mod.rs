@@ -18,7 +18,7 @@ use super::request::{json_request, post_streaming, read_failure};
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, effective_thinking_level, js_stringify, js_truthy, AbortTexts, Failure,
-    Output, StreamUpdate,
+    StreamUpdate, StreamedMessage,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::types::{
@@ -104,7 +104,7 @@ pub fn stream(
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(StreamUpdate<'_>),
 ) -> AssistantMessage {
-    let mut out = Output::new(model, on_event);
+    let mut out = StreamedMessage::new(model, on_event);
     let result = run(model, ctx, opts, cancel, &mut out);
     out.finish(result, cancel, &ABORT_TEXTS)
 }
@@ -114,7 +114,7 @@ fn run(
     ctx: &LlmContext,
     opts: &StreamOptions,
     cancel: &CancelToken,
-    out: &mut Output<'_>,
+    out: &mut StreamedMessage<'_>,
 ) -> Result<(), Failure> {
     let has_key_header = opts
         .headers
@@ -219,7 +219,7 @@ mod tests {
             StreamUpdate::Start(_) => events.push(json!({"type": "start"})),
             StreamUpdate::Event(_, e) => events.push(e.to_wire()),
         };
-        let mut out = Output::new(model, &mut cb);
+        let mut out = StreamedMessage::new(model, &mut cb);
         out.start();
         let mut state = GoogleStream::new();
         let mut result = Ok(());

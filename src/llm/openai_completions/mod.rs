@@ -13,8 +13,8 @@ use super::request::{json_request, merge_sampling_params, post_streaming};
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, clamp_thinking_budget_to_answer_room, effective_thinking_level, js_stringify,
-    parse_error_body, sdk_status_message, thinking_budget_for_level, AbortTexts, Failure, Output,
-    StreamUpdate,
+    parse_error_body, sdk_status_message, thinking_budget_for_level, AbortTexts, Failure,
+    StreamUpdate, StreamedMessage,
 };
 use super::thinking::ThinkingLevel;
 use super::tool_args::ToolArgs;
@@ -288,7 +288,7 @@ pub fn stream(
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(StreamUpdate<'_>),
 ) -> AssistantMessage {
-    let mut out = Output::new(model, on_event);
+    let mut out = StreamedMessage::new(model, on_event);
     let result = run(model, ctx, opts, cancel, &mut out);
     out.finish(result, cancel, &ABORT_TEXTS)
 }
@@ -298,7 +298,7 @@ fn run(
     ctx: &LlmContext,
     opts: &StreamOptions,
     cancel: &CancelToken,
-    out: &mut Output<'_>,
+    out: &mut StreamedMessage<'_>,
 ) -> Result<(), Failure> {
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);

@@ -17,7 +17,7 @@ use super::request::{json_request, merge_sampling_params, post_streaming, read_f
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, effective_thinking_level, js_stringify, js_truthy, parse_error_body,
-    sdk_status_message, AbortTexts, Failure, Output, StreamUpdate,
+    sdk_status_message, AbortTexts, Failure, StreamUpdate, StreamedMessage,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::tool_args::ToolArgs;
@@ -212,7 +212,7 @@ pub fn stream(
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(StreamUpdate<'_>),
 ) -> AssistantMessage {
-    let mut out = Output::new(model, on_event);
+    let mut out = StreamedMessage::new(model, on_event);
     let mut state = ResponsesStream::new();
     let result = run(model, ctx, opts, cancel, &mut out, &mut state);
     out.finish(result, cancel, &abort_texts(state.saw_terminal()))
@@ -223,7 +223,7 @@ fn run(
     ctx: &LlmContext,
     opts: &StreamOptions,
     cancel: &CancelToken,
-    out: &mut Output<'_>,
+    out: &mut StreamedMessage<'_>,
     state: &mut ResponsesStream,
 ) -> Result<(), Failure> {
     if opts.api_key.as_deref().is_none_or(str::is_empty) && !has_auth_header(opts) {
@@ -320,7 +320,7 @@ mod tests {
             StreamUpdate::Start(_) => events.push(json!({"type": "start"})),
             StreamUpdate::Event(_, e) => events.push(e.to_wire()),
         };
-        let mut out = Output::new(model, &mut cb);
+        let mut out = StreamedMessage::new(model, &mut cb);
         out.start();
         let mut state = ResponsesStream::new();
         let mut result = Ok(());
