@@ -37,9 +37,10 @@ use std::time::{Duration, Instant};
 
 use mock_llm::MockLlm;
 use pi_rpc::cancel::CancelToken;
+use pi_rpc::llm::drive::stream_assistant;
 use pi_rpc::llm::model::ModelCost;
 use pi_rpc::llm::sse::SseParser;
-use pi_rpc::llm::stream::{stream_assistant, StreamUpdate};
+use pi_rpc::llm::stream::StreamUpdate;
 use pi_rpc::llm::types::{
     AssistantEvent, ContentBlock, LlmContext, LlmMessage, StopReason, StreamOptions,
 };

@@ -16,7 +16,7 @@ use super::state::AgentSession;
 use super::tools_exec::{execute_tool_calls, ToolCallOutcome};
 use crate::cancel::CancelToken;
 use crate::llm::errors::{is_context_overflow, is_retryable};
-use crate::llm::stream::{stream_assistant, StreamUpdate};
+use crate::llm::{drive::stream_assistant, stream::StreamUpdate};
 use serde_json::value::RawValue;
 
 use crate::llm::types::{

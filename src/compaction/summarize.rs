@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use super::cut::Preparation;
 use super::serialize::{format_file_operations, serialize_conversation};
 use crate::cancel::CancelToken;
+use crate::llm::drive::stream_assistant;
 use crate::llm::errors::is_retryable_text;
-use crate::llm::stream::stream_assistant;
 use crate::llm::types::{
     AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason, StreamOptions, Usage,
 };

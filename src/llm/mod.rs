@@ -11,6 +11,7 @@ pub use registry::ModelRegistry;
 pub use thinking::ThinkingLevel;
 pub mod anthropic;
 pub mod convert;
+pub mod drive;
 pub mod errors;
 #[cfg(test)]
 mod golden;

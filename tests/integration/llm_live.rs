@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use pi_rpc::cancel::CancelToken;
 use pi_rpc::llm::auth::AuthStore;
-use pi_rpc::llm::stream::{stream_assistant, StreamUpdate};
+use pi_rpc::llm::drive::stream_assistant;
+use pi_rpc::llm::stream::StreamUpdate;
 use pi_rpc::llm::types::{
     AssistantEvent, ContentBlock, LlmContext, LlmMessage, StopReason, StreamOptions,
 };

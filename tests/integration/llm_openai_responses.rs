@@ -10,8 +10,9 @@ use serde_json::{json, Value};
 
 use pi_rpc::cancel::CancelToken;
 use pi_rpc::llm::convert::build_llm_context;
+use pi_rpc::llm::drive::stream_assistant;
 use pi_rpc::llm::errors::is_retryable;
-use pi_rpc::llm::stream::{stream_assistant, StreamUpdate};
+use pi_rpc::llm::stream::StreamUpdate;
 use pi_rpc::llm::thinking::clamp_level;
 use pi_rpc::llm::types::{AssistantMessage, CacheRetention, StopReason, StreamOptions};
 use pi_rpc::llm::{openai_responses, Model, ThinkingLevel};

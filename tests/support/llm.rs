@@ -5,7 +5,8 @@
 use std::time::{Duration, Instant};
 
 use pi_rpc::cancel::CancelToken;
-use pi_rpc::llm::stream::{stream_assistant, StreamUpdate};
+use pi_rpc::llm::drive::stream_assistant;
+use pi_rpc::llm::stream::StreamUpdate;
 use pi_rpc::llm::types::{
     AssistantMessage, ContentBlock, LlmContext, LlmMessage, StreamOptions, ToolSpec,
 };

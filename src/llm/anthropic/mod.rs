@@ -6,14 +6,15 @@ use std::io::BufReader;
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
+use super::drive::effective_thinking_level;
 use super::http::describe_read_error;
 use super::model::Model;
 use super::request::{json_request, post_streaming};
 use super::sse::SseParser;
 use super::stream::{
     base_max_tokens, clamp_max_tokens_to_context, clamp_thinking_budget_to_answer_room,
-    effective_thinking_level, parse_error_body, sdk_status_message, thinking_budget_for_level,
-    AbortTexts, Failure, StreamUpdate, StreamedMessage,
+    parse_error_body, sdk_status_message, thinking_budget_for_level, AbortTexts, Failure,
+    StreamUpdate, StreamedMessage,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::tool_args::ToolArgs;

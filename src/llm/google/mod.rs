@@ -13,12 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
+use super::drive::effective_thinking_level;
 use super::model::{number_to_u64, Model};
 use super::request::{json_request, post_streaming, read_failure};
 use super::sse::SseParser;
 use super::stream::{
-    base_max_tokens, effective_thinking_level, js_stringify, js_truthy, AbortTexts, Failure,
-    StreamUpdate, StreamedMessage,
+    base_max_tokens, js_stringify, js_truthy, AbortTexts, Failure, StreamUpdate, StreamedMessage,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::types::{

@@ -7,14 +7,15 @@ use std::io::BufReader;
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
+use super::drive::effective_thinking_level;
 use super::http::describe_read_error;
 use super::model::Model;
 use super::request::{json_request, merge_sampling_params, post_streaming};
 use super::sse::SseParser;
 use super::stream::{
-    base_max_tokens, clamp_thinking_budget_to_answer_room, effective_thinking_level, js_stringify,
-    parse_error_body, sdk_status_message, thinking_budget_for_level, AbortTexts, Failure,
-    StreamUpdate, StreamedMessage,
+    base_max_tokens, clamp_thinking_budget_to_answer_room, js_stringify, parse_error_body,
+    sdk_status_message, thinking_budget_for_level, AbortTexts, Failure, StreamUpdate,
+    StreamedMessage,
 };
 use super::thinking::ThinkingLevel;
 use super::tool_args::ToolArgs;

@@ -12,12 +12,13 @@ use std::io::BufReader;
 
 use serde_json::{json, Map, Value};
 
+use super::drive::effective_thinking_level;
 use super::model::{number_to_u64, Model};
 use super::request::{json_request, merge_sampling_params, post_streaming, read_failure};
 use super::sse::SseParser;
 use super::stream::{
-    base_max_tokens, effective_thinking_level, js_stringify, js_truthy, parse_error_body,
-    sdk_status_message, AbortTexts, Failure, StreamUpdate, StreamedMessage,
+    base_max_tokens, js_stringify, js_truthy, parse_error_body, sdk_status_message, AbortTexts,
+    Failure, StreamUpdate, StreamedMessage,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::tool_args::ToolArgs;
