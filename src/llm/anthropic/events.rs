@@ -376,6 +376,8 @@ fn map_stop_reason(
 mod tests {
     use super::super::tests::*;
     use super::*;
+    use crate::llm::sse::SseParser;
+    use crate::llm::stream::StreamUpdate;
 
     /// Runs canned SSE text through the stream state, collecting wire events.
     fn run_events(sse: &str) -> (AssistantMessage, Vec<Value>, Result<(), Failure>, usize) {
