@@ -38,7 +38,9 @@ pub fn stream_assistant(
     let started = Instant::now();
     let mut msg = match model.api.as_str() {
         "anthropic-messages" => drive::<anthropic::StreamState>(model, ctx, opts, cancel, on_event),
-        "openai-completions" => openai_completions::stream(model, ctx, opts, cancel, on_event),
+        "openai-completions" => {
+            drive::<openai_completions::StreamState>(model, ctx, opts, cancel, on_event)
+        }
         "openai-responses" => openai_responses::stream(model, ctx, opts, cancel, on_event),
         "google-generative-ai" => google::stream(model, ctx, opts, cancel, on_event),
         other => {

@@ -310,6 +310,8 @@ fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
 mod tests {
     use super::super::tests::*;
     use super::*;
+    use crate::llm::stream::StreamUpdate;
+    use crate::llm::types::AssistantMessage;
 
     #[test]
     fn usage_parsing() {

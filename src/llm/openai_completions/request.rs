@@ -624,6 +624,7 @@ mod tests {
     use super::*;
     use crate::llm::convert::build_llm_context;
     use crate::llm::golden;
+    use crate::llm::types::AssistantMessage;
 
     #[test]
     fn requests_match_golden() {
