@@ -41,7 +41,9 @@ pub fn stream_assistant(
         "openai-completions" => {
             drive::<openai_completions::StreamState>(model, ctx, opts, cancel, on_event)
         }
-        "openai-responses" => openai_responses::stream(model, ctx, opts, cancel, on_event),
+        "openai-responses" => {
+            drive::<openai_responses::ResponsesStream>(model, ctx, opts, cancel, on_event)
+        }
         "google-generative-ai" => google::stream(model, ctx, opts, cancel, on_event),
         other => {
             let out = StreamedMessage::new(model, on_event);
