@@ -44,7 +44,7 @@ pub fn stream_assistant(
         "openai-responses" => {
             drive::<openai_responses::ResponsesStream>(model, ctx, opts, cancel, on_event)
         }
-        "google-generative-ai" => google::stream(model, ctx, opts, cancel, on_event),
+        "google-generative-ai" => drive::<google::GoogleStream>(model, ctx, opts, cancel, on_event),
         other => {
             let out = StreamedMessage::new(model, on_event);
             out.finish(

@@ -500,6 +500,7 @@ pub fn request_headers(opts: &StreamOptions) -> Vec<(String, String)> {
 mod tests {
     use super::super::tests::*;
     use super::*;
+    use crate::llm::types::AssistantMessage;
 
     #[test]
     fn model_families() {
