@@ -68,11 +68,13 @@ pub fn effective_thinking_level(model: &Model, level: ThinkingLevel) -> Thinking
 // ---------------------------------------------------------------------------------------------
 // One exchange
 
-/// One wire API, implemented by its per-response event state machine: how the request is
-/// built, how an HTTP error status is worded, how each server-sent event is applied to the
-/// streamed message and what the end of the body means. [`drive`] does the rest.
+/// One wire API, implemented by its per-response event state machine (which may borrow the
+/// model and context for `'a`): how the request is built, how an HTTP error status is worded,
+/// how each server-sent event is applied to the streamed message and what the end of the body
+/// means. [`drive`] does the rest.
 pub(crate) trait WireApi<'a>: Sized {
-    /// The `errorMessage` of an aborted response (see [`WireApi::abort_texts`]).
+    /// The `errorMessage` texts of an aborted response ([`WireApi::abort_texts`] may refine
+    /// them once the state exists).
     const ABORT_TEXTS: AbortTexts;
     /// Whether `Start` is reported as soon as the response headers arrived. `false` leaves it
     /// to the state machine (or to the end of the body).
@@ -167,7 +169,8 @@ fn exchange<'a, W: WireApi<'a>>(
 }
 
 /// Feeds the body's events to `state` until the body ends, a [`Flow::Stop`], a failure or the
-/// cancel token. `Start` is reported by then (at the latest when the body ended or failed).
+/// cancel token. Reports `Start` at the end of the body or a read failure if nothing did yet.
+/// The token is checked before each event is looked at, so an abort wins over a read failure.
 fn read_events<'a, W: WireApi<'a>>(
     state: &mut W,
     model: &Model,

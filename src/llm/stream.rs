@@ -2,10 +2,10 @@
 //! ([`StreamedMessage`]), failure and abort handling, the output-token budget (providers.md
 //! §1) and provider error-text formatting. Tool-call arguments are parsed in `tool_args`.
 //!
-//! The agent loop calls `drive::stream_assistant`, which dispatches to the adapters. Every
-//! adapter has the shape `fn stream(model, ctx, opts, cancel, on_event) -> AssistantMessage`
-//! and never panics: each failure becomes the final message with `stopReason:"error"` (or
-//! `"aborted"` once the cancel token fired), keeping the content streamed so far.
+//! The agent loop calls `drive::stream_assistant`; each adapter implements `drive::WireApi`
+//! and `drive::drive` runs it. Nothing here panics: each failure becomes the final message with
+//! `stopReason:"error"` (or `"aborted"` once the cancel token fired), keeping the content
+//! streamed so far ([`StreamedMessage::finish`]).
 
 use serde_json::{Map, Value};
 
