@@ -39,10 +39,11 @@ use mock_llm::MockLlm;
 use pi_rpc::cancel::CancelToken;
 use pi_rpc::llm::model::ModelCost;
 use pi_rpc::llm::sse::SseParser;
-use pi_rpc::llm::stream::{stream_assistant, StreamUpdate};
+use pi_rpc::llm::stream::StreamUpdate;
 use pi_rpc::llm::types::{
     AssistantEvent, ContentBlock, LlmContext, LlmMessage, StopReason, StreamOptions,
 };
+use pi_rpc::llm::wire::stream_assistant;
 use pi_rpc::llm::Model;
 use serde_json::{json, Value};
 

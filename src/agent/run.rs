@@ -17,8 +17,8 @@ use super::state::AgentSession;
 use super::tools_exec::{execute_tool_calls, ToolCallOutcome};
 use crate::cancel::CancelToken;
 use crate::llm::errors::{is_context_overflow, is_retryable};
-use crate::llm::stream::{stream_assistant, StreamUpdate};
 use crate::llm::Role;
+use crate::llm::{stream::StreamUpdate, wire::stream_assistant};
 use serde_json::value::RawValue;
 
 use crate::llm::types::{
@@ -649,7 +649,7 @@ impl AgentSession {
         let tools = self
             .active_tool_decls()
             .into_iter()
-            .map(|t| crate::llm::types::Tool {
+            .map(|t| crate::llm::types::ToolSpec {
                 name: t.name,
                 description: t.description,
                 parameters: t.parameters,

@@ -12,10 +12,10 @@ use super::serialize::{format_file_operations, serialize_conversation};
 use crate::cancel::CancelToken;
 use crate::js::number::js_value;
 use crate::llm::errors::is_retryable_text;
-use crate::llm::stream::stream_assistant;
 use crate::llm::types::{
     AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason, StreamOptions, Usage,
 };
+use crate::llm::wire::stream_assistant;
 use crate::llm::Model;
 use crate::resources::settings::RetrySettings;
 use crate::util::now_ms;

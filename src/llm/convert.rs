@@ -17,7 +17,8 @@ use serde_json::Value;
 use super::model::{number_to_u64, Model};
 use super::role::Role;
 use super::types::{
-    content_from_value, AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason, Tool,
+    content_from_value, AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason,
+    ToolSpec,
 };
 
 pub const COMPACTION_SUMMARY_PREFIX: &str =
@@ -198,8 +199,8 @@ pub fn system_prompt(messages: &[Value]) -> String {
 
 /// The tools after replaying every system message (pi's `getCurrentTools`): `toolsRemoved`
 /// deletes by name, `toolsAdded` adds or replaces in place.
-pub fn current_tools(messages: &[Value]) -> Vec<Tool> {
-    let mut tools: Vec<Tool> = Vec::new();
+pub fn current_tools(messages: &[Value]) -> Vec<ToolSpec> {
+    let mut tools: Vec<ToolSpec> = Vec::new();
     for msg in messages.iter().filter(|m| is_system(m)) {
         if let Some(Value::Array(removed)) = msg.get("toolsRemoved") {
             for r in removed {
@@ -213,7 +214,7 @@ pub fn current_tools(messages: &[Value]) -> Vec<Tool> {
                 let Some(name) = a.get("name").and_then(Value::as_str) else {
                     continue;
                 };
-                let tool = Tool {
+                let tool = ToolSpec {
                     name: name.to_owned(),
                     description: a
                         .get("description")

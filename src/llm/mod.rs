@@ -1,5 +1,16 @@
-//! Provider-neutral model types, the model registry (built-in catalog + `models.json`) and
-//! credentials. The wire APIs (one file each) arrive with the providers issue.
+//! Models and the providers' wire APIs: provider-neutral model types, the model registry
+//! (built-in catalog + `models.json`), credentials, and one adapter per wire API.
+//!
+//! - [`wire::stream_assistant`]: the entry point; picks the adapter for `model.api`;
+//! - `drive`: the one request/stream/cancel loop every adapter runs (`drive::WireApi`);
+//! - one folder per wire API, each a request builder and an event state machine:
+//!   `anthropic`, `openai_completions`, `openai_responses`, `google`;
+//! - [`stream`]: the adapters' shared toolkit (the streamed message, failures, token budgets);
+//!   [`sse`], `http`, `request`: the transport; `tool_args`: streamed tool-call arguments;
+//! - [`convert`]: the agent's messages as LLM messages; [`types`]: the LLM-side types;
+//! - [`model`], [`registry`], [`auth`], [`thinking`]: models, the catalog, credentials,
+//!   thinking levels;
+//! - [`errors`]: pi's error classification (retryable, context overflow).
 
 pub mod auth;
 pub mod model;
@@ -11,17 +22,19 @@ pub use model::{Model, ModelCost};
 pub use registry::ModelRegistry;
 pub(crate) use role::Role;
 pub use thinking::ThinkingLevel;
-pub mod anthropic;
+pub(crate) mod anthropic;
 pub mod convert;
+pub(crate) mod drive;
 pub mod errors;
 #[cfg(test)]
 mod golden;
-pub mod google;
-pub mod http;
-pub mod openai_completions;
-pub mod openai_responses;
-pub mod request;
+pub(crate) mod google;
+pub(crate) mod http;
+pub(crate) mod openai_completions;
+pub(crate) mod openai_responses;
+pub(crate) mod request;
 pub mod sse;
 pub mod stream;
-pub mod tool_args;
+pub(crate) mod tool_args;
 pub mod types;
+pub mod wire;

@@ -1,13 +1,13 @@
 //! The request/response plumbing the wire-API adapters share: sending the streaming POST,
 //! turning transport failures and non-success statuses into a [`Failure`], and the
-//! sampling-parameter merge of the request body. What differs per API (the request itself,
-//! the error-text formatting, the SSE loop) stays in each adapter.
+//! sampling-parameter merge of the request body. `drive::drive` sends and reads; what differs
+//! per API (the request itself, the error-text formatting, the events) stays in each adapter.
 
 use serde_json::{Map, Value};
 
 use super::http::{self, HttpError, HttpRequest, HttpResponse};
 use super::model::Model;
-use super::stream::{Failure, Output};
+use super::stream::{Failure, StreamedMessage};
 use super::thinking::ThinkingLevel;
 use crate::cancel::CancelToken;
 
@@ -24,12 +24,13 @@ pub const ERROR_BODY_CAP: usize = 64 * 1024;
 /// `error_message(status, content_type, body)` formats (each API words it differently); a
 /// body cut at the cap ends with `… [error body cut at 65536 bytes]`.
 ///
-/// The caller checks the cancel token before calling (where it does so decides which
-/// [`AbortTexts`](super::stream::AbortTexts) entry an early abort gets).
+/// The caller checks the cancel token before calling: an abort found there gets the
+/// [`AbortTexts`](super::stream::AbortTexts) entry `before_request`, one from here until
+/// `Start` the entry `before_response`.
 pub fn post_streaming(
     request: HttpRequest,
     cancel: &CancelToken,
-    out: &mut Output<'_>,
+    out: &mut StreamedMessage<'_>,
     error_message: impl FnOnce(u16, Option<&str>, &str) -> String,
 ) -> Result<HttpResponse, Failure> {
     out.mark_sent();

@@ -1,24 +1,20 @@
-//! The entry point the agent loop calls ([`stream_assistant`]) and the toolkit the wire-API
-//! adapters share: the streamed message with its event callback ([`Output`]), failure and
-//! abort handling, the output-token budget (providers.md §1) and provider error-text
-//! formatting. Tool-call arguments are parsed in `tool_args`.
+//! The toolkit the wire-API adapters share: the streamed message with its event callback
+//! ([`StreamedMessage`]), failure and abort handling, the output-token budget (providers.md
+//! §1) and provider error-text formatting. Tool-call arguments are parsed in `tool_args`.
 //!
-//! Every adapter has the shape
-//! `fn stream(model, ctx, opts, cancel, on_event) -> AssistantMessage` and never panics: each
-//! failure becomes the final message with `stopReason:"error"` (or `"aborted"` once the cancel
-//! token fired), keeping the content streamed so far.
-
-use std::time::Instant;
+//! The agent loop calls `drive::stream_assistant`; each adapter implements `drive::WireApi`
+//! and `drive::drive` runs it. Nothing here panics: each failure becomes the final message with
+//! `stopReason:"error"` (or `"aborted"` once the cancel token fired), keeping the content
+//! streamed so far ([`StreamedMessage::finish`]).
 
 use serde_json::{Map, Value};
 
 use super::model::Model;
-use super::thinking::{clamp_level, ThinkingLevel};
+use super::thinking::ThinkingLevel;
 use super::types::{
     AssistantEvent, AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason,
     StreamOptions,
 };
-use super::{anthropic, google, openai_completions, openai_responses};
 use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
 use crate::js::utf16;
@@ -33,43 +29,6 @@ pub enum StreamUpdate<'a> {
     Start(&'a AssistantMessage),
     /// One content event, with the partial message after it was applied.
     Event(&'a AssistantMessage, &'a AssistantEvent),
-}
-
-/// Streams one assistant response from `model`. Never panics; the returned message is final
-/// (`durationMs` and `thinkingLevel` set). `Start` is reported only when the HTTP response
-/// started; a request that fails before that (HTTP error status, connection failure, abort)
-/// reports nothing and returns the error message directly.
-pub fn stream_assistant(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-    on_event: &mut dyn FnMut(StreamUpdate<'_>),
-) -> AssistantMessage {
-    let started = Instant::now();
-    let mut msg = match model.api.as_str() {
-        "anthropic-messages" => anthropic::stream(model, ctx, opts, cancel, on_event),
-        "openai-completions" => openai_completions::stream(model, ctx, opts, cancel, on_event),
-        "openai-responses" => openai_responses::stream(model, ctx, opts, cancel, on_event),
-        "google-generative-ai" => google::stream(model, ctx, opts, cancel, on_event),
-        other => {
-            let out = Output::new(model, on_event);
-            out.finish(
-                Err(Failure::Error(format!("Unsupported API: {other}"))),
-                cancel,
-                &AbortTexts::DEFAULT,
-            )
-        }
-    };
-    msg.duration_ms = Some(started.elapsed().as_millis() as u64);
-    msg.thinking_level = Some(effective_thinking_level(model, opts.thinking_level));
-    msg
-}
-
-/// The thinking level a request to `model` actually uses (`opts.thinking_level` clamped onto
-/// the model's supported levels).
-pub fn effective_thinking_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
-    clamp_level(model, level)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -105,7 +64,7 @@ impl AbortTexts {
 }
 
 /// The message being streamed and the callback that observes it.
-pub struct Output<'a> {
+pub struct StreamedMessage<'a> {
     pub msg: AssistantMessage,
     on_event: &'a mut dyn FnMut(StreamUpdate<'_>),
     started: bool,
@@ -113,10 +72,13 @@ pub struct Output<'a> {
     sent: bool,
 }
 
-impl<'a> Output<'a> {
+impl<'a> StreamedMessage<'a> {
     /// An empty pending message for `model`, stamped now.
-    pub fn new(model: &Model, on_event: &'a mut dyn FnMut(StreamUpdate<'_>)) -> Output<'a> {
-        Output {
+    pub fn new(
+        model: &Model,
+        on_event: &'a mut dyn FnMut(StreamUpdate<'_>),
+    ) -> StreamedMessage<'a> {
+        StreamedMessage {
             msg: AssistantMessage::new(model, now_ms()),
             on_event,
             started: false,
@@ -366,7 +328,7 @@ pub fn parse_error_body(text: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::types::{Tool, Usage};
+    use crate::llm::types::{ToolSpec, Usage};
     use serde_json::json;
 
     #[test]
@@ -473,7 +435,7 @@ mod tests {
                     timestamp: 6,
                 },
             ],
-            tools: vec![Tool {
+            tools: vec![ToolSpec {
                 name: "t".into(),
                 description: "d".into(),
                 parameters: json!({}),
@@ -498,31 +460,5 @@ mod tests {
         assert_eq!(thinking_budget_for_level(ThinkingLevel::Max, &b), 16384);
         assert_eq!(clamp_thinking_budget_to_answer_room(16384, 8192), 7168);
         assert_eq!(clamp_thinking_budget_to_answer_room(16384, 500), 0);
-    }
-
-    #[test]
-    fn unsupported_api_is_an_error_without_start() {
-        let m = Model {
-            id: "x".into(),
-            api: "bedrock-converse-stream".into(),
-            provider: "p".into(),
-            ..Model::default()
-        };
-        let mut events = 0;
-        let msg = stream_assistant(
-            &m,
-            &LlmContext::default(),
-            &StreamOptions::default(),
-            &CancelToken::new(),
-            &mut |_| events += 1,
-        );
-        assert_eq!(events, 0);
-        assert_eq!(msg.stop_reason, StopReason::Error);
-        assert_eq!(
-            msg.error_message.as_deref(),
-            Some("Unsupported API: bedrock-converse-stream")
-        );
-        assert!(msg.duration_ms.is_some());
-        assert_eq!(msg.thinking_level, Some(ThinkingLevel::Off));
     }
 }

@@ -508,7 +508,7 @@ impl AssistantEvent {
 
 /// A tool the model may call: name, description and a JSON schema for its arguments.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Tool {
+pub struct ToolSpec {
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -542,7 +542,7 @@ pub enum LlmMessage {
 pub struct LlmContext {
     pub system_prompt: String,
     pub messages: Vec<LlmMessage>,
-    pub tools: Vec<Tool>,
+    pub tools: Vec<ToolSpec>,
 }
 
 /// Prompt caching preference (pi's `cacheRetention`).

@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use pi_rpc::cancel::CancelToken;
 use pi_rpc::llm::auth::AuthStore;
-use pi_rpc::llm::stream::{stream_assistant, StreamUpdate};
+use pi_rpc::llm::stream::StreamUpdate;
 use pi_rpc::llm::types::{
     AssistantEvent, ContentBlock, LlmContext, LlmMessage, StopReason, StreamOptions,
 };
+use pi_rpc::llm::wire::stream_assistant;
 use pi_rpc::llm::{Model, ModelRegistry, ThinkingLevel};
 
 /// The catalog model for `provider`/`id` (or the `PI_LIVE_<PROVIDER>_MODEL` override), with

@@ -11,10 +11,11 @@ use serde_json::{json, Value};
 use pi_rpc::cancel::CancelToken;
 use pi_rpc::llm::convert::build_llm_context;
 use pi_rpc::llm::errors::is_retryable;
-use pi_rpc::llm::stream::{stream_assistant, StreamUpdate};
+use pi_rpc::llm::stream::StreamUpdate;
 use pi_rpc::llm::thinking::clamp_level;
 use pi_rpc::llm::types::{AssistantMessage, CacheRetention, StopReason, StreamOptions};
-use pi_rpc::llm::{openai_responses, Model, ThinkingLevel};
+use pi_rpc::llm::wire::stream_assistant;
+use pi_rpc::llm::{Model, ThinkingLevel};
 
 use crate::support::mock_llm::MockLlm;
 
@@ -448,7 +449,7 @@ fn missing_api_key_sends_nothing() {
         &model,
     );
     let mut events = 0;
-    let msg = openai_responses::stream(
+    let msg = stream_assistant(
         &model,
         &ctx,
         &StreamOptions::default(),

@@ -5,10 +5,11 @@
 use std::time::{Duration, Instant};
 
 use pi_rpc::cancel::CancelToken;
-use pi_rpc::llm::stream::{stream_assistant, StreamUpdate};
+use pi_rpc::llm::stream::StreamUpdate;
 use pi_rpc::llm::types::{
-    AssistantMessage, ContentBlock, LlmContext, LlmMessage, StreamOptions, Tool,
+    AssistantMessage, ContentBlock, LlmContext, LlmMessage, StreamOptions, ToolSpec,
 };
+use pi_rpc::llm::wire::stream_assistant;
 use pi_rpc::llm::Model;
 use serde_json::{json, Value};
 
@@ -21,8 +22,8 @@ pub fn opts() -> StreamOptions {
 }
 
 /// The `bash` tool definition the tests send.
-pub fn bash_tool() -> Tool {
-    Tool {
+pub fn bash_tool() -> ToolSpec {
+    ToolSpec {
         name: "bash".into(),
         description: "Execute a bash command".into(),
         parameters: json!({"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}),

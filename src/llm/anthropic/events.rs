@@ -14,7 +14,7 @@ struct OpenBlock {
 pub struct StreamState<'m> {
     pub(super) model: &'m Model,
     pub(super) oauth: bool,
-    pub(super) tools: &'m [Tool],
+    pub(super) tools: &'m [ToolSpec],
     open: Vec<OpenBlock>,
     pub(super) saw_start: bool,
     pub(super) saw_stop: bool,
@@ -37,7 +37,7 @@ fn u64_field(v: &Value, k: &str) -> Option<u64> {
 }
 
 impl<'m> StreamState<'m> {
-    pub fn new(model: &'m Model, oauth: bool, tools: &'m [Tool]) -> StreamState<'m> {
+    pub fn new(model: &'m Model, oauth: bool, tools: &'m [ToolSpec]) -> StreamState<'m> {
         StreamState {
             model,
             oauth,
@@ -59,7 +59,7 @@ impl<'m> StreamState<'m> {
         &mut self,
         event: Option<&str>,
         data: &str,
-        out: &mut Output<'_>,
+        out: &mut StreamedMessage<'_>,
     ) -> Result<(), Failure> {
         let name = event.unwrap_or_default();
         if name == "error" {
@@ -376,18 +376,20 @@ fn map_stop_reason(
 mod tests {
     use super::super::tests::*;
     use super::*;
+    use crate::llm::sse::SseParser;
+    use crate::llm::stream::StreamUpdate;
 
     /// Runs canned SSE text through the stream state, collecting wire events.
     fn run_events(sse: &str) -> (AssistantMessage, Vec<Value>, Result<(), Failure>, usize) {
         let model = mock_sonnet();
-        let tools: Vec<Tool> = Vec::new();
+        let tools: Vec<ToolSpec> = Vec::new();
         let mut wire = Vec::new();
         let mut starts = 0;
         let mut cb = |u: StreamUpdate<'_>| match u {
             StreamUpdate::Start(_) => starts += 1,
             StreamUpdate::Event(_, e) => wire.push(e.to_wire()),
         };
-        let mut out = Output::new(&model, &mut cb);
+        let mut out = StreamedMessage::new(&model, &mut cb);
         let mut st = StreamState::new(&model, false, &tools);
         let mut result = Ok(());
         for ev in SseParser::new(sse.as_bytes()).dispatch_trailing(true) {
@@ -579,7 +581,7 @@ mod tests {
     #[test]
     fn redacted_thinking_and_oauth_names() {
         let model = mock_sonnet();
-        let tools = vec![Tool {
+        let tools = vec![ToolSpec {
             name: "bash".into(),
             description: String::new(),
             parameters: json!({}),
@@ -590,7 +592,7 @@ mod tests {
                 wire.push(e.to_wire())
             }
         };
-        let mut out = Output::new(&model, &mut cb);
+        let mut out = StreamedMessage::new(&model, &mut cb);
         let mut st = StreamState::new(&model, true, &tools);
         for (e, d) in [
             (

@@ -1,27 +1,25 @@
 //! The Anthropic Messages API (`anthropic-messages`, providers.md §2): request building (body,
 //! headers, betas, cache markers, thinking) and the SSE stream.
 
-use std::io::BufReader;
-
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
-use super::http::describe_read_error;
+use super::drive::{effective_thinking_level, Flow, WireApi};
+use super::http::HttpRequest;
 use super::model::Model;
-use super::request::{json_request, post_streaming};
-use super::sse::SseParser;
+use super::request::json_request;
+use super::sse::SseEvent;
 use super::stream::{
     base_max_tokens, clamp_max_tokens_to_context, clamp_thinking_budget_to_answer_room,
-    effective_thinking_level, parse_error_body, sdk_status_message, thinking_budget_for_level,
-    AbortTexts, Failure, Output, StreamUpdate,
+    parse_error_body, sdk_status_message, thinking_budget_for_level, AbortTexts, Failure,
+    StreamedMessage,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::tool_args::ToolArgs;
 use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
-    StopReason, StreamOptions, Tool,
+    StopReason, StreamOptions, ToolSpec,
 };
-use crate::cancel::CancelToken;
 
 mod events;
 mod request;
@@ -29,7 +27,7 @@ mod request;
 use self::request::*;
 
 pub use self::events::StreamState;
-pub use self::request::{build_request, normalize_tool_call_id, BuiltRequest};
+pub use self::request::build_request;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -103,72 +101,60 @@ impl AnthropicCompat {
     }
 }
 
-/// Streams one response (see `stream::stream_assistant`).
-pub fn stream(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-    on_event: &mut dyn FnMut(StreamUpdate<'_>),
-) -> AssistantMessage {
-    let mut out = Output::new(model, on_event);
-    let result = run(model, ctx, opts, cancel, &mut out);
-    out.finish(result, cancel, &ABORT_TEXTS)
-}
+/// The Anthropic Messages API as `drive` runs it. `Start` waits for `message_start` (or any
+/// other message event) rather than the response headers.
+impl<'a> WireApi<'a> for StreamState<'a> {
+    const ABORT_TEXTS: AbortTexts = ABORT_TEXTS;
+    const START_ON_HEADERS: bool = false;
+    const DISPATCH_TRAILING: bool = true;
 
-fn run(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-    out: &mut Output<'_>,
-) -> Result<(), Failure> {
-    if cancel.is_cancelled() {
-        return Err(Failure::Aborted);
+    fn request(
+        model: &'a Model,
+        ctx: &'a LlmContext,
+        opts: &StreamOptions,
+    ) -> Result<(HttpRequest, Self), Failure> {
+        let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
+        let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
+        Ok((request, StreamState::new(model, req.oauth, &ctx.tools)))
     }
-    let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
-    let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
-    let resp = post_streaming(request, cancel, out, |status, _, text| {
-        sdk_status_message(status, parse_error_body(text).as_ref(), Some(text))
-    })?;
-    let mut state = StreamState::new(model, req.oauth, &ctx.tools);
-    let parser = SseParser::new(BufReader::with_capacity(16 * 1024, resp)).dispatch_trailing(true);
-    for item in parser {
-        if cancel.is_cancelled() {
-            return Err(Failure::Aborted);
+
+    fn http_error(_: &Model, status: u16, _: Option<&str>, body: &str) -> String {
+        sdk_status_message(status, parse_error_body(body).as_ref(), Some(body))
+    }
+
+    fn on_event(
+        &mut self,
+        _: &Model,
+        event: &SseEvent,
+        out: &mut StreamedMessage<'_>,
+    ) -> Result<Flow, Failure> {
+        self.handle(event.event.as_deref(), &event.data, out)?;
+        Ok(Flow::Continue)
+    }
+
+    fn end(
+        &mut self,
+        read: Result<(), Failure>,
+        out: &mut StreamedMessage<'_>,
+    ) -> Result<(), Failure> {
+        read?;
+        if self.saw_start && !self.saw_stop {
+            return Err(Failure::Error(
+                "Anthropic stream ended before message_stop".into(),
+            ));
         }
-        let sse = match item {
-            Ok(ev) => ev,
-            Err(e) => {
-                out.start();
-                if cancel.is_cancelled() {
-                    return Err(Failure::Aborted);
-                }
-                return Err(Failure::Error(describe_read_error(&e)));
-            }
-        };
-        state.handle(sse.event.as_deref(), &sse.data, out)?;
-    }
-    out.start();
-    if cancel.is_cancelled() {
-        return Err(Failure::Aborted);
-    }
-    if state.saw_start && !state.saw_stop {
-        return Err(Failure::Error(
-            "Anthropic stream ended before message_stop".into(),
-        ));
-    }
-    match out.msg.stop_reason {
-        StopReason::Pending => Err(Failure::Error(
-            "Anthropic stream ended without a stop reason".into(),
-        )),
-        StopReason::Error | StopReason::Aborted => Err(Failure::Error(
-            out.msg
-                .error_message
-                .clone()
-                .unwrap_or_else(|| "An unknown error occurred".into()),
-        )),
-        _ => Ok(()),
+        match out.msg.stop_reason {
+            StopReason::Pending => Err(Failure::Error(
+                "Anthropic stream ended without a stop reason".into(),
+            )),
+            StopReason::Error | StopReason::Aborted => Err(Failure::Error(
+                out.msg
+                    .error_message
+                    .clone()
+                    .unwrap_or_else(|| "An unknown error occurred".into()),
+            )),
+            _ => Ok(()),
+        }
     }
 }
 

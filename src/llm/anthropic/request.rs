@@ -25,7 +25,7 @@ fn to_claude_code_name(name: &str) -> String {
         .unwrap_or_else(|| name.to_owned())
 }
 
-pub(super) fn from_claude_code_name(name: &str, tools: &[Tool]) -> String {
+pub(super) fn from_claude_code_name(name: &str, tools: &[ToolSpec]) -> String {
     tools
         .iter()
         .find(|t| t.name.eq_ignore_ascii_case(name))
@@ -355,7 +355,12 @@ fn convert_messages(
     out
 }
 
-fn convert_tools(tools: &[Tool], oauth: bool, eager: bool, cache: Option<&Value>) -> Vec<Value> {
+fn convert_tools(
+    tools: &[ToolSpec],
+    oauth: bool,
+    eager: bool,
+    cache: Option<&Value>,
+) -> Vec<Value> {
     let n = tools.len();
     tools
         .iter()
@@ -746,7 +751,7 @@ mod tests {
                 content: vec![ContentBlock::text("hi")],
                 timestamp: 1,
             }],
-            tools: vec![Tool {
+            tools: vec![ToolSpec {
                 name: "bash".into(),
                 description: "d".into(),
                 parameters: json!({"type":"object","properties":{"command":{"type":"string"}}}),

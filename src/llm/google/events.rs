@@ -68,7 +68,7 @@ impl GoogleStream {
     }
 
     /// Ends the open text or thinking block, if any.
-    pub fn close_block(&mut self, out: &mut Output<'_>) {
+    pub fn close_block(&mut self, out: &mut StreamedMessage<'_>) {
         let Some((kind, index)) = self.current.take() else {
             return;
         };
@@ -94,7 +94,7 @@ impl GoogleStream {
         &mut self,
         data: &str,
         model: &Model,
-        out: &mut Output<'_>,
+        out: &mut StreamedMessage<'_>,
     ) -> Result<(), String> {
         let chunk: Value = serde_json::from_str(data)
             .map_err(|e| format!("exception parsing stream chunk {data}. SyntaxError: {e}"))?;
@@ -161,7 +161,7 @@ impl GoogleStream {
         Ok(())
     }
 
-    fn text_part(&mut self, part: &Value, text: &str, out: &mut Output<'_>) {
+    fn text_part(&mut self, part: &Value, text: &str, out: &mut StreamedMessage<'_>) {
         let kind = if part.get("thought") == Some(&Value::Bool(true)) {
             Current::Thinking
         } else {
@@ -228,7 +228,7 @@ impl GoogleStream {
         });
     }
 
-    fn function_call(&mut self, part: &Value, call: &Value, out: &mut Output<'_>) {
+    fn function_call(&mut self, part: &Value, call: &Value, out: &mut StreamedMessage<'_>) {
         self.close_block(out);
         let name = call.get("name").and_then(Value::as_str).unwrap_or("");
         let provided = call
@@ -283,7 +283,7 @@ impl GoogleStream {
     }
 
     /// After the body ended: closes the open block and checks the stop reason.
-    pub fn finish(&mut self, out: &mut Output<'_>) -> Result<(), String> {
+    pub fn finish(&mut self, out: &mut StreamedMessage<'_>) -> Result<(), String> {
         self.close_block(out);
         match out.msg.stop_reason {
             StopReason::Pending => Err(NO_FINISH_REASON.into()),

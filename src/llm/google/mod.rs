@@ -1,5 +1,5 @@
-//! Google Gemini (`google-generative-ai`, providers.md §5): request building, stream-chunk
-//! handling and the blocking [`stream`] entry point the dispatcher calls.
+//! Google Gemini (`google-generative-ai`, providers.md §5): request building and stream-chunk
+//! handling, run by `drive::drive`.
 //!
 //! The behaviour follows pi 1.6.0 (`google-generative-ai.js` / `google-shared.js` with the
 //! `@google/genai` SDK underneath): `POST {baseUrl}/models/{id}:streamGenerateContent?alt=sse`
@@ -7,24 +7,22 @@
 //! the current block (a block closes when the part kind changes), and a `functionCall` part is
 //! a complete tool call reported as start/delta/end at once.
 
-use std::io::BufReader;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
+use super::drive::{effective_thinking_level, Flow, WireApi};
+use super::http::HttpRequest;
 use super::model::{number_to_u64, Model};
-use super::request::{json_request, post_streaming, read_failure};
-use super::sse::SseParser;
-use super::stream::{
-    base_max_tokens, effective_thinking_level, AbortTexts, Failure, Output, StreamUpdate,
-};
+use super::request::json_request;
+use super::sse::SseEvent;
+use super::stream::{base_max_tokens, AbortTexts, Failure, StreamedMessage};
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::types::{
-    AssistantEvent, AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason,
-    StreamOptions, Tool, Usage,
+    AssistantEvent, ContentBlock, LlmContext, LlmMessage, StopReason, StreamOptions, ToolSpec,
+    Usage,
 };
-use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
 use crate::js::value::js_truthy;
 use crate::resources::settings::ThinkingBudgets;
@@ -34,10 +32,7 @@ mod events;
 mod request;
 
 pub use self::events::GoogleStream;
-pub use self::request::{
-    build_body, convert_contents, convert_tools, endpoint, request_headers, rewrite_const_as_enum,
-    thinking_config, uses_thinking_level,
-};
+pub use self::request::{build_body, endpoint, request_headers};
 
 /// The stream ended without a `finishReason`.
 pub const NO_FINISH_REASON: &str = "Google stream ended without a finish reason";
@@ -95,71 +90,70 @@ pub fn http_error_message(status: u16, content_type: Option<&str>, body: &str) -
 // ---------------------------------------------------------------------------------------------
 // The request
 
-/// Streams one response from a `google-generative-ai` model (the dispatcher's adapter shape).
-/// Never panics: failures become the returned message with `stopReason:"error"` /
-/// `"aborted"`; `durationMs` / `thinkingLevel` are left to the dispatcher.
-pub fn stream(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-    on_event: &mut dyn FnMut(StreamUpdate<'_>),
-) -> AssistantMessage {
-    let mut out = Output::new(model, on_event);
-    let result = run(model, ctx, opts, cancel, &mut out);
-    out.finish(result, cancel, &ABORT_TEXTS)
-}
+/// The Gemini API as `drive` runs it. A missing key (and no `x-goog-api-key` header) is an
+/// error before any request.
+impl<'a> WireApi<'a> for GoogleStream {
+    const ABORT_TEXTS: AbortTexts = ABORT_TEXTS;
+    const DISPATCH_TRAILING: bool = false;
 
-fn run(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-    out: &mut Output<'_>,
-) -> Result<(), Failure> {
-    let has_key_header = opts
-        .headers
-        .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("x-goog-api-key") && !v.trim().is_empty());
-    if opts.api_key.as_deref().is_none_or(str::is_empty) && !has_key_header {
-        return Err(Failure::Error(format!(
-            "No API key for provider: {}",
-            model.provider
-        )));
-    }
-    let max_tokens = base_max_tokens(model, ctx, opts);
-    let body = build_body(model, ctx, opts, max_tokens).map_err(Failure::Error)?;
-    let request = json_request(
-        endpoint(model),
-        request_headers(opts),
-        &body,
-        opts.idle_timeout,
-    )?;
-    if cancel.is_cancelled() {
-        return Err(Failure::Aborted);
-    }
-    let response = post_streaming(request, cancel, out, http_error_message)?;
-    out.start();
-    let mut state = GoogleStream::new();
-    for event in SseParser::new(BufReader::new(response)) {
-        let event = event.map_err(|e| read_failure(&e, cancel))?;
-        if cancel.is_cancelled() {
-            return Err(Failure::Aborted);
+    fn request(
+        model: &'a Model,
+        ctx: &'a LlmContext,
+        opts: &StreamOptions,
+    ) -> Result<(HttpRequest, Self), Failure> {
+        let has_key_header = opts
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("x-goog-api-key") && !v.trim().is_empty());
+        if opts.api_key.as_deref().is_none_or(str::is_empty) && !has_key_header {
+            return Err(Failure::Error(format!(
+                "No API key for provider: {}",
+                model.provider
+            )));
         }
-        state
-            .handle(&event.data, model, out)
+        let max_tokens = base_max_tokens(model, ctx, opts);
+        let body = build_body(model, ctx, opts, max_tokens).map_err(Failure::Error)?;
+        let request = json_request(
+            endpoint(model),
+            request_headers(opts),
+            &body,
+            opts.idle_timeout,
+        )?;
+        Ok((request, GoogleStream::new()))
+    }
+
+    fn http_error(_: &Model, status: u16, content_type: Option<&str>, body: &str) -> String {
+        http_error_message(status, content_type, body)
+    }
+
+    fn on_event(
+        &mut self,
+        model: &Model,
+        event: &SseEvent,
+        out: &mut StreamedMessage<'_>,
+    ) -> Result<Flow, Failure> {
+        self.handle(&event.data, model, out)
             .map_err(Failure::Error)?;
+        Ok(Flow::Continue)
     }
-    if cancel.is_cancelled() {
-        return Err(Failure::Aborted);
+
+    fn end(
+        &mut self,
+        read: Result<(), Failure>,
+        out: &mut StreamedMessage<'_>,
+    ) -> Result<(), Failure> {
+        read?;
+        GoogleStream::finish(self, out).map_err(Failure::Error)
     }
-    state.finish(out).map_err(Failure::Error)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::llm::model::ModelCost;
+    use crate::llm::sse::SseParser;
+    use crate::llm::stream::StreamUpdate;
+    use crate::llm::types::AssistantMessage;
 
     pub(super) fn model(id: &str) -> Model {
         Model {
@@ -220,7 +214,7 @@ mod tests {
             StreamUpdate::Start(_) => events.push(json!({"type": "start"})),
             StreamUpdate::Event(_, e) => events.push(e.to_wire()),
         };
-        let mut out = Output::new(model, &mut cb);
+        let mut out = StreamedMessage::new(model, &mut cb);
         out.start();
         let mut state = GoogleStream::new();
         let mut result = Ok(());

@@ -435,7 +435,7 @@ pub fn rewrite_const_as_enum(schema: &Value, is_name_map: bool) -> Value {
 }
 
 /// `tools: [{functionDeclarations: [...]}]`.
-pub fn convert_tools(tools: &[Tool]) -> Value {
+pub fn convert_tools(tools: &[ToolSpec]) -> Value {
     let decls: Vec<Value> = tools
         .iter()
         .map(|t| {
@@ -500,6 +500,7 @@ pub fn request_headers(opts: &StreamOptions) -> Vec<(String, String)> {
 mod tests {
     use super::super::tests::*;
     use super::*;
+    use crate::llm::types::AssistantMessage;
 
     #[test]
     fn model_families() {
@@ -626,7 +627,7 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"const": {"const": "x"},
             "a": {"const": 1, "type": "number"}, "b": {"anyOf": [{"const": "p"}, {"const": true}]},
             "c": {"enum": ["z"], "const": "z"}}, "const": "top", "$defs": {"d": {"const": "q"}}});
-        let tools = convert_tools(&[Tool {
+        let tools = convert_tools(&[ToolSpec {
             name: "t".into(),
             description: "d".into(),
             parameters: schema,

@@ -32,7 +32,7 @@ impl<'m> StreamState<'m> {
     }
 
     /// Applies one chunk.
-    pub fn handle_chunk(&mut self, chunk: &Value, out: &mut Output<'_>) {
+    pub fn handle_chunk(&mut self, chunk: &Value, out: &mut StreamedMessage<'_>) {
         if out.msg.response_id.is_none() {
             if let Some(id) = chunk
                 .get("id")
@@ -140,7 +140,7 @@ impl<'m> StreamState<'m> {
         }
     }
 
-    fn handle_tool_call(&mut self, tc: &Value, out: &mut Output<'_>) {
+    fn handle_tool_call(&mut self, tc: &Value, out: &mut StreamedMessage<'_>) {
         let stream_index = tc.get("index").and_then(Value::as_u64);
         let id = tc.get("id").and_then(Value::as_str).unwrap_or_default();
         let function = tc.get("function");
@@ -219,7 +219,7 @@ impl<'m> StreamState<'m> {
     }
 
     /// Closes every block in content order (text and thinking close only here).
-    pub fn finish_blocks(&mut self, out: &mut Output<'_>) {
+    pub fn finish_blocks(&mut self, out: &mut StreamedMessage<'_>) {
         for ci in 0..out.msg.content.len() {
             match &mut out.msg.content[ci] {
                 ContentBlock::Text { text, .. } => {
@@ -310,6 +310,8 @@ fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
 mod tests {
     use super::super::tests::*;
     use super::*;
+    use crate::llm::stream::StreamUpdate;
+    use crate::llm::types::AssistantMessage;
 
     #[test]
     fn usage_parsing() {
@@ -372,7 +374,7 @@ mod tests {
                 wire.push(e.to_wire());
             }
         };
-        let mut out = Output::new(&model, &mut cb);
+        let mut out = StreamedMessage::new(&model, &mut cb);
         let mut st = StreamState::new(&model);
         for c in chunks {
             st.handle_chunk(c, &mut out);

@@ -2,27 +2,24 @@
 //! compat switches of OpenAI-compatible hosts (OpenRouter, Groq, xAI, DeepSeek, Mistral, z.ai,
 //! local servers, …).
 
-use std::io::BufReader;
-
 use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
-use super::http::describe_read_error;
+use super::drive::{effective_thinking_level, Flow, WireApi};
+use super::http::HttpRequest;
 use super::model::Model;
-use super::request::{json_request, merge_sampling_params, post_streaming};
-use super::sse::SseParser;
+use super::request::{json_request, merge_sampling_params};
+use super::sse::SseEvent;
 use super::stream::{
-    base_max_tokens, clamp_thinking_budget_to_answer_room, effective_thinking_level,
-    parse_error_body, sdk_status_message, thinking_budget_for_level, AbortTexts, Failure, Output,
-    StreamUpdate,
+    base_max_tokens, clamp_thinking_budget_to_answer_room, parse_error_body, sdk_status_message,
+    thinking_budget_for_level, AbortTexts, Failure, StreamedMessage,
 };
 use super::thinking::ThinkingLevel;
 use super::tool_args::ToolArgs;
 use super::types::{
-    AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
-    StopReason, StreamOptions, Tool, Usage,
+    AssistantEvent, CacheRetention, ContentBlock, LlmContext, LlmMessage, StopReason,
+    StreamOptions, ToolSpec, Usage,
 };
-use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
 use crate::js::utf16;
 use crate::js::value::js_truthy;
@@ -30,8 +27,8 @@ use crate::js::value::js_truthy;
 mod events;
 mod request;
 
-pub use self::events::{parse_usage, StreamState};
-pub use self::request::{build_request, BuiltRequest};
+pub use self::events::StreamState;
+pub use self::request::build_request;
 
 /// How an aborted request is reported (the OpenAI SDK's texts, as pi 1.6.0 surfaces them).
 const ABORT_TEXTS: AbortTexts = AbortTexts {
@@ -283,110 +280,86 @@ fn truncate_error_text(text: &str) -> String {
     )
 }
 
-/// Streams one response (see `stream::stream_assistant`).
-pub fn stream(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-    on_event: &mut dyn FnMut(StreamUpdate<'_>),
-) -> AssistantMessage {
-    let mut out = Output::new(model, on_event);
-    let result = run(model, ctx, opts, cancel, &mut out);
-    out.finish(result, cancel, &ABORT_TEXTS)
-}
+/// The Chat Completions API as `drive` runs it. Open blocks are closed (their end events
+/// reported) however the body ended, an abort or a failure included, as pi does.
+impl<'a> WireApi<'a> for StreamState<'a> {
+    const ABORT_TEXTS: AbortTexts = ABORT_TEXTS;
+    const DISPATCH_TRAILING: bool = true;
 
-fn run(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-    out: &mut Output<'_>,
-) -> Result<(), Failure> {
-    if cancel.is_cancelled() {
-        return Err(Failure::Aborted);
+    fn request(
+        model: &'a Model,
+        ctx: &'a LlmContext,
+        opts: &StreamOptions,
+    ) -> Result<(HttpRequest, Self), Failure> {
+        let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
+        let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
+        Ok((request, StreamState::new(model)))
     }
-    let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
-    let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
-    let resp = post_streaming(request, cancel, out, |status, _, text| {
-        http_error_message(status, text)
-    })?;
-    out.start();
-    let compat = CompletionsCompat::of(model);
-    let mut state = StreamState::new(model);
-    let parser = SseParser::new(BufReader::with_capacity(16 * 1024, resp)).dispatch_trailing(true);
-    let mut failure: Option<Failure> = None;
-    for item in parser {
-        if cancel.is_cancelled() {
-            break;
+
+    fn http_error(_: &Model, status: u16, _: Option<&str>, body: &str) -> String {
+        http_error_message(status, body)
+    }
+
+    fn on_event(
+        &mut self,
+        _: &Model,
+        event: &SseEvent,
+        out: &mut StreamedMessage<'_>,
+    ) -> Result<Flow, Failure> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return Ok(Flow::Stop);
         }
-        match item {
-            Ok(ev) => {
-                let data = ev.data.trim();
-                if data == "[DONE]" {
-                    break;
-                }
-                if data.is_empty() {
-                    continue;
-                }
-                let chunk: Value = match serde_json::from_str(data) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        failure = Some(Failure::Error(format!(
-                            "Could not parse streaming chunk: {e}; data={data}"
-                        )));
-                        break;
-                    }
-                };
-                // An error object in the stream (OpenAI-compatible servers send these).
-                if let Some(err) = chunk.get("error").filter(|e| e.is_object()) {
-                    let msg = err
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                        .unwrap_or_else(|| js_stringify(err));
-                    failure = Some(Failure::Error(msg));
-                    break;
-                }
-                state.handle_chunk(&chunk, out);
-            }
-            Err(e) => {
-                if !cancel.is_cancelled() {
-                    failure = Some(Failure::Error(describe_read_error(&e)));
-                }
-                break;
-            }
+        if data.is_empty() {
+            return Ok(Flow::Continue);
         }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            Failure::Error(format!("Could not parse streaming chunk: {e}; data={data}"))
+        })?;
+        // An error object in the stream (OpenAI-compatible servers send these).
+        if let Some(err) = chunk.get("error").filter(|e| e.is_object()) {
+            let msg = err
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| js_stringify(err));
+            return Err(Failure::Error(msg));
+        }
+        self.handle_chunk(&chunk, out);
+        Ok(Flow::Continue)
     }
-    // Open blocks close at the end of the stream, in content order.
-    state.finish_blocks(out);
-    if cancel.is_cancelled() {
-        return Err(Failure::Aborted);
+
+    fn end(
+        &mut self,
+        read: Result<(), Failure>,
+        out: &mut StreamedMessage<'_>,
+    ) -> Result<(), Failure> {
+        // Open blocks close at the end of the stream, in content order.
+        self.finish_blocks(out);
+        read?;
+        let compat = CompletionsCompat::of(self.model);
+        if !self.has_finish_reason && !compat.supports_finish_reason {
+            out.msg.stop_reason = if out.msg.tool_calls().next().is_some() {
+                StopReason::ToolUse
+            } else {
+                StopReason::Stop
+            };
+        }
+        if out.msg.stop_reason == StopReason::Error {
+            return Err(Failure::Error(
+                out.msg
+                    .error_message
+                    .clone()
+                    .unwrap_or_else(|| "Provider returned an error stop reason".into()),
+            ));
+        }
+        if (compat.supports_finish_reason && !self.has_finish_reason)
+            || out.msg.stop_reason == StopReason::Pending
+        {
+            return Err(Failure::Error("Stream ended without finish_reason".into()));
+        }
+        Ok(())
     }
-    if let Some(f) = failure {
-        return Err(f);
-    }
-    if !state.has_finish_reason && !compat.supports_finish_reason {
-        out.msg.stop_reason = if out.msg.tool_calls().next().is_some() {
-            StopReason::ToolUse
-        } else {
-            StopReason::Stop
-        };
-    }
-    if out.msg.stop_reason == StopReason::Error {
-        return Err(Failure::Error(
-            out.msg
-                .error_message
-                .clone()
-                .unwrap_or_else(|| "Provider returned an error stop reason".into()),
-        ));
-    }
-    if (compat.supports_finish_reason && !state.has_finish_reason)
-        || out.msg.stop_reason == StopReason::Pending
-    {
-        return Err(Failure::Error("Stream ended without finish_reason".into()));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

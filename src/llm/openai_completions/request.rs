@@ -292,7 +292,7 @@ fn convert_messages(
     out
 }
 
-fn convert_tools(tools: &[Tool], compat: &CompletionsCompat) -> Vec<Value> {
+fn convert_tools(tools: &[ToolSpec], compat: &CompletionsCompat) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
@@ -624,6 +624,7 @@ mod tests {
     use super::*;
     use crate::llm::convert::build_llm_context;
     use crate::llm::golden;
+    use crate::llm::types::AssistantMessage;
 
     #[test]
     fn requests_match_golden() {

@@ -102,7 +102,7 @@ impl ResponsesStream {
         self.saw_terminal
     }
 
-    fn create_slot(&mut self, output_index: u64, item: &Value, out: &mut Output<'_>) {
+    fn create_slot(&mut self, output_index: u64, item: &Value, out: &mut StreamedMessage<'_>) {
         let kind = match str_of(item, "type") {
             Some("reasoning") => SlotKind::Thinking,
             Some("message") => SlotKind::Text,
@@ -162,7 +162,7 @@ impl ResponsesStream {
             .map(|s| s.index)
     }
 
-    fn append_thinking(&self, event: &Value, delta: &str, out: &mut Output<'_>) {
+    fn append_thinking(&self, event: &Value, delta: &str, out: &mut StreamedMessage<'_>) {
         let Some(index) = self.slot(u64_of(event, "output_index"), SlotKind::Thinking) else {
             return;
         };
@@ -175,7 +175,7 @@ impl ResponsesStream {
         });
     }
 
-    fn append_text(&self, event: &Value, delta: &str, out: &mut Output<'_>) {
+    fn append_text(&self, event: &Value, delta: &str, out: &mut StreamedMessage<'_>) {
         let Some(index) = self.slot(u64_of(event, "output_index"), SlotKind::Text) else {
             return;
         };
@@ -201,7 +201,7 @@ impl ResponsesStream {
         event_name: Option<&str>,
         data: &str,
         model: &Model,
-        out: &mut Output<'_>,
+        out: &mut StreamedMessage<'_>,
     ) -> Result<(), String> {
         let event: Value = serde_json::from_str(data)
             .map_err(|_| "Error reading response: malformed server-sent event JSON.".to_string())?;
@@ -321,7 +321,7 @@ impl ResponsesStream {
         Ok(())
     }
 
-    fn item_done(&mut self, output_index: u64, item: &Value, out: &mut Output<'_>) {
+    fn item_done(&mut self, output_index: u64, item: &Value, out: &mut StreamedMessage<'_>) {
         let Some(slot) = self.slots.get_mut(&output_index) else {
             return;
         };

@@ -1,5 +1,5 @@
-//! The OpenAI Responses API (`openai-responses`, providers.md §4): request building, SSE event
-//! handling and the blocking [`stream`] entry point the dispatcher calls.
+//! The OpenAI Responses API (`openai-responses`, providers.md §4): request building and SSE
+//! event handling, run by `drive::drive`.
 //!
 //! The behaviour follows pi 1.6.0 (`openai-responses.js` / `openai-responses-shared.js` with
 //! the `openai` SDK underneath): the system prompt travels as the first input item (role
@@ -8,24 +8,23 @@
 //! thinking block's `thinkingSignature`, and tool calls carry `<call_id>|<item id>` ids.
 
 use std::collections::HashMap;
-use std::io::BufReader;
 
 use serde_json::{json, Map, Value};
 
+use super::drive::{effective_thinking_level, Flow, WireApi};
+use super::http::HttpRequest;
 use super::model::{number_to_u64, Model};
-use super::request::{json_request, merge_sampling_params, post_streaming, read_failure};
-use super::sse::SseParser;
+use super::request::{json_request, merge_sampling_params};
+use super::sse::SseEvent;
 use super::stream::{
-    base_max_tokens, effective_thinking_level, parse_error_body, sdk_status_message, AbortTexts,
-    Failure, Output, StreamUpdate,
+    base_max_tokens, parse_error_body, sdk_status_message, AbortTexts, Failure, StreamedMessage,
 };
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::tool_args::ToolArgs;
 use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
-    StopReason, StreamOptions, Tool, Usage,
+    StopReason, StreamOptions, ToolSpec, Usage,
 };
-use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
 use crate::js::utf16;
 use crate::js::value::{js_template, js_truthy};
@@ -36,9 +35,7 @@ mod request;
 use self::request::*;
 
 pub use self::events::ResponsesStream;
-pub use self::request::{
-    build_body, convert_input, convert_tools, endpoint, request_headers, short_hash,
-};
+pub use self::request::{build_body, endpoint, request_headers};
 
 /// pi's `OPENAI_RESPONSES_MIN_OUTPUT_TOKENS`: the API rejects smaller `max_output_tokens`.
 const MIN_OUTPUT_TOKENS: u64 = 16;
@@ -166,7 +163,7 @@ fn truncate_body(s: &str) -> String {
 /// pi's abort texts for this API: `Request aborted` from pi's retry wrapper until the
 /// response arrived. While the body streams, the SDK ends the event loop quietly, so pi
 /// reports the missing terminal event, or `Request was aborted` once it had been seen.
-pub fn abort_texts(saw_terminal: bool) -> AbortTexts {
+pub const fn abort_texts(saw_terminal: bool) -> AbortTexts {
     AbortTexts {
         before_request: "Request aborted",
         before_response: "Request aborted",
@@ -178,74 +175,72 @@ pub fn abort_texts(saw_terminal: bool) -> AbortTexts {
     }
 }
 
-/// Streams one response from an `openai-responses` model (the dispatcher's adapter shape).
-/// Never panics: failures become the returned message with `stopReason:"error"` /
-/// `"aborted"`; `durationMs` / `thinkingLevel` are left to the dispatcher.
-pub fn stream(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-    on_event: &mut dyn FnMut(StreamUpdate<'_>),
-) -> AssistantMessage {
-    let mut out = Output::new(model, on_event);
-    let mut state = ResponsesStream::new();
-    let result = run(model, ctx, opts, cancel, &mut out, &mut state);
-    out.finish(result, cancel, &abort_texts(state.saw_terminal()))
-}
+/// The Responses API as `drive` runs it. A missing key (and no `Authorization` header) is an
+/// error before any request; `[DONE]` stops the reading, as the SDK does.
+impl<'a> WireApi<'a> for ResponsesStream {
+    const ABORT_TEXTS: AbortTexts = abort_texts(false);
+    const DISPATCH_TRAILING: bool = false;
 
-fn run(
-    model: &Model,
-    ctx: &LlmContext,
-    opts: &StreamOptions,
-    cancel: &CancelToken,
-    out: &mut Output<'_>,
-    state: &mut ResponsesStream,
-) -> Result<(), Failure> {
-    if opts.api_key.as_deref().is_none_or(str::is_empty) && !has_auth_header(opts) {
-        return Err(Failure::Error(format!(
-            "No API key for provider: {}",
-            model.provider
-        )));
-    }
-    let max_tokens = base_max_tokens(model, ctx, opts);
-    let body = build_body(model, ctx, opts, max_tokens);
-    let request = json_request(
-        endpoint(model),
-        request_headers(model, opts),
-        &body,
-        opts.idle_timeout,
-    )?;
-    if cancel.is_cancelled() {
-        return Err(Failure::Aborted);
-    }
-    let response = post_streaming(request, cancel, out, |status, _, text| {
-        http_error_message(model, status, text)
-    })?;
-    out.start();
-    for event in SseParser::new(BufReader::new(response)) {
-        let event = event.map_err(|e| read_failure(&e, cancel))?;
-        if cancel.is_cancelled() {
-            return Err(Failure::Aborted);
+    fn request(
+        model: &'a Model,
+        ctx: &'a LlmContext,
+        opts: &StreamOptions,
+    ) -> Result<(HttpRequest, Self), Failure> {
+        if opts.api_key.as_deref().is_none_or(str::is_empty) && !has_auth_header(opts) {
+            return Err(Failure::Error(format!(
+                "No API key for provider: {}",
+                model.provider
+            )));
         }
-        // The SDK stops at `[DONE]`.
+        let max_tokens = base_max_tokens(model, ctx, opts);
+        let body = build_body(model, ctx, opts, max_tokens);
+        let request = json_request(
+            endpoint(model),
+            request_headers(model, opts),
+            &body,
+            opts.idle_timeout,
+        )?;
+        Ok((request, ResponsesStream::new()))
+    }
+
+    fn http_error(model: &Model, status: u16, _: Option<&str>, body: &str) -> String {
+        http_error_message(model, status, body)
+    }
+
+    fn on_event(
+        &mut self,
+        model: &Model,
+        event: &SseEvent,
+        out: &mut StreamedMessage<'_>,
+    ) -> Result<Flow, Failure> {
         if event.data == "[DONE]" {
-            break;
+            return Ok(Flow::Stop);
         }
-        state
-            .handle(event.event.as_deref(), &event.data, model, out)
+        self.handle(event.event.as_deref(), &event.data, model, out)
             .map_err(Failure::Error)?;
+        Ok(Flow::Continue)
     }
-    if cancel.is_cancelled() {
-        return Err(Failure::Aborted);
+
+    fn end(
+        &mut self,
+        read: Result<(), Failure>,
+        out: &mut StreamedMessage<'_>,
+    ) -> Result<(), Failure> {
+        read?;
+        ResponsesStream::finish(self, &out.msg).map_err(Failure::Error)
     }
-    state.finish(&out.msg).map_err(Failure::Error)
+
+    fn abort_texts(&self) -> AbortTexts {
+        abort_texts(self.saw_terminal())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::llm::model::ModelCost;
+    use crate::llm::sse::SseParser;
+    use crate::llm::stream::StreamUpdate;
     use crate::llm::types::LlmMessage;
 
     pub(super) fn model() -> Model {
@@ -296,7 +291,7 @@ mod tests {
             StreamUpdate::Start(_) => events.push(json!({"type": "start"})),
             StreamUpdate::Event(_, e) => events.push(e.to_wire()),
         };
-        let mut out = Output::new(model, &mut cb);
+        let mut out = StreamedMessage::new(model, &mut cb);
         out.start();
         let mut state = ResponsesStream::new();
         let mut result = Ok(());

@@ -323,7 +323,7 @@ pub fn convert_input(model: &Model, ctx: &LlmContext) -> Vec<Value> {
 }
 
 /// The `tools` array (pi's `convertResponsesTools` for plain JSON-schema tools).
-pub fn convert_tools(tools: &[Tool], supports_strict_mode: bool) -> Vec<Value> {
+pub fn convert_tools(tools: &[ToolSpec], supports_strict_mode: bool) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
@@ -545,7 +545,7 @@ mod tests {
     #[test]
     fn body_for_a_reasoning_model() {
         let mut c = ctx(vec![user("hi")]);
-        c.tools = vec![Tool {
+        c.tools = vec![ToolSpec {
             name: "bash".into(),
             description: "Run a command".into(),
             parameters: json!({"type": "object"}),
@@ -659,7 +659,7 @@ mod tests {
             .as_object()
             .cloned();
         let mut with_tools = c.clone();
-        with_tools.tools = vec![Tool {
+        with_tools.tools = vec![ToolSpec {
             name: "t".into(),
             description: "d".into(),
             parameters: json!({"type": "object"}),
