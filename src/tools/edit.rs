@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::args::{check_cancelled, str_or_empty};
 use super::diff::{generate_edit_diff, Replacement};
-use super::path::{check_access, nfkc, resolve_to_cwd};
+use super::path::{check_access, nfkc, resolve_to_cwd, Access};
 use super::write::{with_file_lock, write_file};
 use super::{Tool, ToolContext, ToolOutput};
 use crate::js::fs_error::{node_error, node_error_code};
@@ -179,7 +179,7 @@ fn edit_file(
     ctx: &ToolContext<'_>,
 ) -> Result<ToolOutput, String> {
     check_cancelled(ctx.cancel)?;
-    if let Err(e) = check_access(absolute, true) {
+    if let Err(e) = check_access(absolute, Access::ReadWrite) {
         check_cancelled(ctx.cancel)?;
         return Err(format!(
             "Could not edit file: {path}. Error code: {}.",

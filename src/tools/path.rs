@@ -128,16 +128,23 @@ fn screenshot_variant(s: &str) -> String {
     out
 }
 
-/// `fs.access(path, mode)` without `unsafe`: opens the file for reading (and for writing when
-/// `write` is set, without truncating or creating it). A directory passes as `access` lets it
-/// pass; the later read then fails with `EISDIR`. Errors carry the OS error number.
-pub fn check_access(path: &Path, write: bool) -> io::Result<()> {
+/// What [`check_access`] checks (`fs.constants.R_OK`, or `R_OK | W_OK`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    ReadWrite,
+}
+
+/// `fs.access(path, mode)` without `unsafe`: opens the file for reading (and for writing with
+/// [`Access::ReadWrite`], without truncating or creating it). A directory passes as `access`
+/// lets it pass; the later read then fails with `EISDIR`. Errors carry the OS error number.
+pub fn check_access(path: &Path, mode: Access) -> io::Result<()> {
     let meta = std::fs::metadata(path)?;
     if meta.is_dir() {
         return Ok(());
     }
     std::fs::File::open(path)?;
-    if write {
+    if mode == Access::ReadWrite {
         std::fs::OpenOptions::new().write(true).open(path)?;
     }
     Ok(())

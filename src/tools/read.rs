@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::args::{check_cancelled, str_or_empty};
-use super::path::{check_access, resolve_read_path};
+use super::path::{check_access, resolve_read_path, Access};
 use super::{Tool, ToolContext, ToolOutput};
 use crate::js::fs_error::node_error;
 use crate::js::number::js_number_string;
@@ -77,7 +77,7 @@ impl Tool for ReadTool {
         let offset = args.get("offset").and_then(Value::as_f64);
         let limit = args.get("limit").and_then(Value::as_f64);
         let absolute = resolve_read_path(path, ctx.cwd);
-        check_access(&absolute, false).map_err(|e| node_error(&e, "access", Some(&absolute)))?;
+        check_access(&absolute, Access::Read).map_err(|e| node_error(&e, "access", Some(&absolute)))?;
         check_cancelled(ctx.cancel)?;
         let output = match sniff_image(&absolute)? {
             Some(mime) => read_image(&absolute, mime, ctx)?,
