@@ -26,6 +26,9 @@ pub enum LoadError {
     },
     /// The file has content, but its first valid line is not a session header.
     NotASession(PathBuf),
+    /// The path is a FIFO, a device or a socket (reading one could block forever or have side
+    /// effects, and writing a header into it would lose it).
+    NotAFile(PathBuf),
     /// The file was migrated from an old version but could not be rewritten.
     Rewrite {
         path: PathBuf,
@@ -49,6 +52,9 @@ impl std::fmt::Display for LoadError {
             }
             LoadError::NotASession(p) => {
                 write!(f, "Session file is not a valid pi session: {}", p.display())
+            }
+            LoadError::NotAFile(p) => {
+                write!(f, "Session file is not a regular file: {}", p.display())
             }
             LoadError::Rewrite { path, source } => write!(
                 f,
@@ -116,15 +122,29 @@ pub fn read_header(path: &Path) -> Result<Option<SessionHeader>, LoadError> {
     }
 }
 
+/// Opens a session file for reading. Only a regular file (or a directory, for pi's error text)
+/// is accepted, and that is checked on the open descriptor without blocking: `O_NONBLOCK` makes
+/// opening a FIFO without a writer return at once (a plain open waits for a writer forever),
+/// `O_NOCTTY` keeps a terminal from becoming the controlling one. Reads of a regular file
+/// ignore `O_NONBLOCK`.
 fn open(path: &Path) -> Result<File, LoadError> {
-    match File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path);
+    match opened {
         Ok(f) => {
-            if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+            let meta = f.metadata().map_err(|source| unreadable(path, source))?;
+            if meta.is_dir() {
                 // Opening a directory succeeds; pi's first read of it fails.
                 return Err(unreadable(
                     path,
                     std::io::Error::from_raw_os_error(libc::EISDIR),
                 ));
+            }
+            if !meta.is_file() {
+                return Err(LoadError::NotAFile(path.to_path_buf()));
             }
             Ok(f)
         }

@@ -77,7 +77,8 @@ impl Tool for ReadTool {
         let offset = args.get("offset").and_then(Value::as_f64);
         let limit = args.get("limit").and_then(Value::as_f64);
         let absolute = resolve_read_path(path, ctx.cwd);
-        check_access(&absolute, Access::Read).map_err(|e| node_error(&e, "access", Some(&absolute)))?;
+        check_access(&absolute, Access::Read)
+            .map_err(|e| node_error(&e, "access", Some(&absolute)))?;
         check_cancelled(ctx.cancel)?;
         let output = match sniff_image(&absolute)? {
             Some(mime) => read_image(&absolute, mime, ctx)?,

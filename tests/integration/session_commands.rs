@@ -207,6 +207,37 @@ fn switch_session_loads_a_file_and_a_missing_file_changes_nothing() {
 }
 
 #[test]
+fn switch_session_to_a_fifo_hung_the_agent() {
+    // issue 17 §3: opening a FIFO for reading waits for a writer, so `switch_session` to one
+    // never answered, and neither did later commands or stdin EOF; `/dev/null` "succeeded" and
+    // the session header was written into the device. Only a regular file is a session file,
+    // checked without blocking.
+    let mock = MockLlm::start(json!({"replies": []}));
+    let mut agent = persisted(&mock).spawn();
+    let before = state(&mut agent);
+    let fifo = agent.cwd.join("session.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    for (id, path) in [
+        ("sw1", fifo.display().to_string()),
+        ("sw2", "/dev/null".into()),
+    ] {
+        let r = agent.request(id, json!({"type": "switch_session", "sessionPath": path}));
+        assert_eq!(
+            r,
+            json!({"id": id, "type": "response", "command": "switch_session", "success": false,
+                   "error": format!("Session file is not a regular file: {path}")})
+        );
+        assert_eq!(state(&mut agent), before);
+    }
+    agent.close_stdin();
+    assert!(agent.wait_exit(LONG).success());
+}
+
+#[test]
 fn fork_and_clone_copy_the_path_into_new_files() {
     let mock = MockLlm::start(json!({"replies": [
         text_reply("Answer one."), text_reply("Answer two."), text_reply("Answer two, again.")
