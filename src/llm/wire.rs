@@ -1,6 +1,7 @@
 //! The entry point the agent loop and compaction call: [`stream_assistant`] picks the wire API
 //! for `model.api` (one line per API; each is driven by `drive::drive`) and stamps the final
-//! message with its duration and the thinking level used.
+//! message with its duration and the thinking level used. Credentials pi-rpc sent are redacted
+//! from the error text before anything stores or prints it.
 
 use std::time::Instant;
 
@@ -43,7 +44,50 @@ pub fn stream_assistant(
     };
     msg.duration_ms = Some(started.elapsed().as_millis() as u64);
     msg.thinking_level = Some(effective_thinking_level(model, opts.thinking_level));
+    if let Some(text) = msg.error_message.as_mut() {
+        redact_credentials(text, opts);
+    }
     msg
+}
+
+/// What replaces a credential in an error text.
+pub const REDACTED: &str = "[redacted]";
+
+/// Shorter values are not searched for: they would match ordinary words.
+const MIN_SECRET_LEN: usize = 8;
+
+/// The credentials `opts` sends: the API key, and the values of headers whose names say they
+/// carry one (`Authorization: Bearer <token>` gives the whole value and the token).
+fn credentials(opts: &StreamOptions) -> Vec<&str> {
+    let mut out: Vec<&str> = opts.api_key.iter().map(String::as_str).collect();
+    for (name, value) in &opts.headers {
+        let name = name.to_ascii_lowercase();
+        let secret = ["auth", "key", "token", "secret", "cookie"]
+            .iter()
+            .any(|w| name.contains(w));
+        if secret {
+            out.push(value);
+            if let Some((_, token)) = value.split_once(' ') {
+                out.push(token.trim());
+            }
+        }
+    }
+    out.retain(|s| s.len() >= MIN_SECRET_LEN);
+    // Longest first, so a token inside a longer value is not left half-replaced.
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out
+}
+
+/// Replaces every credential `opts` sent that appears in `text` (a server that echoes the
+/// request headers in a 401 body would otherwise put the key into `errorMessage`, the session
+/// file and the HTML export). pi keeps the text as the server sent it; this is a deliberate
+/// difference.
+fn redact_credentials(text: &mut String, opts: &StreamOptions) {
+    for secret in credentials(opts) {
+        if text.contains(secret) {
+            *text = text.replace(secret, REDACTED);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -51,6 +95,29 @@ mod tests {
     use super::*;
     use crate::llm::types::StopReason;
     use crate::llm::ThinkingLevel;
+
+    #[test]
+    fn credentials_are_redacted_from_error_texts() {
+        let opts = StreamOptions {
+            api_key: Some("sk-ant-secret-123".into()),
+            headers: vec![
+                ("Authorization".into(), "Bearer tok-abcdefgh".into()),
+                ("X-Custom-Token".into(), "custom-secret-value".into()),
+                ("anthropic-version".into(), "2023-06-01".into()),
+                ("x-api-key".into(), "short".into()),
+            ],
+            ..StreamOptions::default()
+        };
+        let mut text = "401 bad key sk-ant-secret-123 (Authorization: Bearer tok-abcdefgh, \
+                        x-custom-token: custom-secret-value, anthropic-version: 2023-06-01, short)"
+            .to_string();
+        redact_credentials(&mut text, &opts);
+        assert_eq!(
+            text,
+            "401 bad key [redacted] (Authorization: [redacted], x-custom-token: [redacted], \
+             anthropic-version: 2023-06-01, short)"
+        );
+    }
 
     #[test]
     fn unsupported_api_is_an_error_without_start() {

@@ -161,3 +161,23 @@ fn huge_error_body_stalled_the_processor() {
     let msgs = r["data"]["messages"].as_array().unwrap();
     assert_eq!(msgs.last().unwrap()["errorMessage"], json!(expected));
 }
+
+#[test]
+fn server_echoing_the_api_key_put_it_into_the_session() {
+    // issue 17 §9: a server that echoes the request's credentials in its error body put the API
+    // key into `errorMessage`, and from there into the session file and the HTML export.
+    let body = "invalid x-api-key: test-key (header x-api-key=test-key)";
+    let mock = MockLlm::start(json!({"default": {"status": 401, "raw_error_body": body,
+        "content_type": "text/plain"}}));
+    let mut agent = agent_for(&mock).spawn();
+    let recs = run_prompt(&mut agent, "p", "x");
+    assert_run_ended(&recs);
+    assert_eq!(
+        last_error(&recs),
+        "401 invalid x-api-key: [redacted] (header x-api-key=[redacted])"
+    );
+    let all = serde_json::to_string(&recs).unwrap();
+    assert!(!all.contains("test-key"), "{all}");
+    let entries = agent.request("e", json!({"type": "get_entries"}));
+    assert!(!entries.to_string().contains("test-key"), "{entries}");
+}
