@@ -77,6 +77,17 @@ impl Tool for ReadTool {
         let offset = args.get("offset").and_then(Value::as_f64);
         let limit = args.get("limit").and_then(Value::as_f64);
         let absolute = resolve_read_path(path, ctx.cwd);
+        // A FIFO or a device would block the open or the read with no way to abort it (or,
+        // `/dev/zero`, never end): only regular files (and directories, for their error) are
+        // opened. `stat` itself never blocks.
+        if let Ok(meta) = std::fs::metadata(&absolute) {
+            if !meta.is_file() && !meta.is_dir() {
+                return Err(format!(
+                    "Cannot read {}: not a regular file",
+                    absolute.display()
+                ));
+            }
+        }
         check_access(&absolute, Access::Read)
             .map_err(|e| node_error(&e, "access", Some(&absolute)))?;
         check_cancelled(ctx.cancel)?;

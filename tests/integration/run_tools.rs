@@ -693,3 +693,31 @@ fn edit_arguments_normalized_in_place_show_from_turn_end_on() {
         .collect();
     assert_eq!(inputs, shown);
 }
+
+#[test]
+fn read_of_a_fifo_blocked_the_run() {
+    // issue 17 §4: the model named a FIFO and `read` blocked in open(2) for good: `abort` did
+    // not settle and stdin EOF was ignored. Only regular files are read.
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("t_fifo", "read", json!({"path": "pipe"}))]},
+        text_reply("Done.")
+    ]}));
+    let mut agent = agent_for(&mock).spawn();
+    let fifo = agent.cwd.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    let recs = run_prompt(&mut agent, "p1", "Read the pipe");
+    let cwd = agent.cwd.canonicalize().unwrap();
+    let (_, end) = find(&recs, json!({"type": "tool_execution_end"}));
+    assert_eq!(
+        norm(&end),
+        json!({"type":"tool_execution_end","toolCallId":"t_fifo","toolName":"read",
+               "result":{"content":[{"type":"text",
+                          "text":format!("Cannot read {}/pipe: not a regular file", cwd.display())}],
+                         "details":{}},
+               "isError":true,"durationMs":0})
+    );
+}
