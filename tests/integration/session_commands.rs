@@ -238,6 +238,39 @@ fn switch_session_to_a_fifo_hung_the_agent() {
 }
 
 #[test]
+fn full_disk_glued_the_next_entry_to_a_torn_line() {
+    // issue 17 §5: with the session's disk full, an append failed after writing part of its
+    // line, and the next entry written once space was free was glued to that fragment: on
+    // reload both were one unreadable line. A file-size limit (`EFBIG` past 20 KiB) fails the
+    // same way; the entries that still fit are appended after the failure.
+    let long = "x".repeat(4000);
+    let replies: Vec<Value> = (0..4).map(|i| text_reply(&format!("reply {i}"))).collect();
+    let mock = MockLlm::start(json!({ "replies": replies }));
+    let mut agent = persisted(&mock).file_size_limit(40).spawn();
+    for i in 0..4 {
+        run_prompt(&mut agent, &format!("p{i}"), &format!("{i} {long}"));
+    }
+    let file = session_file(&mut agent);
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}: {}", agent.stderr()));
+    assert!(text.len() <= 40 * 512, "{}", text.len());
+    assert!(text.ends_with('\n'), "{text}");
+    for line in text.lines() {
+        let parsed: Result<Value, _> = serde_json::from_str(line);
+        assert!(parsed.is_ok(), "a torn line: {line:.80}");
+    }
+    // What fits was still appended after the failure.
+    assert!(text.contains("reply 3"), "{text:.300}");
+    // Something failed (else the test proves nothing).
+    agent.close_stdin();
+    agent.wait_exit(LONG);
+    assert!(
+        agent.stderr().contains("File too large"),
+        "{}",
+        agent.stderr()
+    );
+}
+
+#[test]
 fn fork_and_clone_copy_the_path_into_new_files() {
     let mock = MockLlm::start(json!({"replies": [
         text_reply("Answer one."), text_reply("Answer two."), text_reply("Answer two, again.")

@@ -38,6 +38,7 @@ pub struct AgentBuilder {
     cwd_files: Vec<(String, String)>,
     default_args: bool,
     cwd: Option<PathBuf>,
+    file_size_limit: Option<u64>,
 }
 
 impl Default for AgentBuilder {
@@ -51,6 +52,7 @@ impl Default for AgentBuilder {
             cwd_files: Vec::new(),
             default_args: true,
             cwd: None,
+            file_size_limit: None,
         }
     }
 }
@@ -95,6 +97,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Runs the binary with `RLIMIT_FSIZE` set to `blocks` × 512 bytes and `SIGXFSZ` ignored
+    /// (through `sh`'s `ulimit -f` and `trap`): a write past the limit then fails with `EFBIG`
+    /// after writing what fits, as a full disk fails one with `ENOSPC`.
+    pub fn file_size_limit(mut self, blocks: u64) -> Self {
+        self.file_size_limit = Some(blocks);
+        self
+    }
+
     pub fn spawn(self) -> Agent {
         let root = TempDir::new("agent");
         let cwd = self.cwd.clone().unwrap_or_else(|| root.path().join("cwd"));
@@ -120,7 +130,18 @@ impl AgentBuilder {
             }
             std::fs::write(&p, content).expect("write cwd file");
         }
-        let mut cmd = Command::new(crate::support::outside::pi_rpc_bin());
+        let mut cmd = match self.file_size_limit {
+            None => Command::new(crate::support::outside::pi_rpc_bin()),
+            Some(blocks) => {
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!(
+                        "trap '' XFSZ; ulimit -f {blocks}; exec \"$0\" \"$@\""
+                    ))
+                    .arg(crate::support::outside::pi_rpc_bin());
+                sh
+            }
+        };
         cmd.arg("--mode").arg("rpc");
         if self.default_args {
             cmd.args([

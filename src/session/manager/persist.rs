@@ -57,9 +57,7 @@ impl SessionManager {
             let Some(file) = self.file.as_mut() else {
                 return Ok(());
             };
-            return file
-                .write_all(line.as_bytes())
-                .map_err(|source| io_err(&path, source));
+            return append_whole_line(file, &line).map_err(|source| io_err(&path, source));
         }
         if !self.has_conversation() {
             return Ok(());
@@ -95,4 +93,28 @@ impl SessionManager {
 
     // -----------------------------------------------------------------------------------------
     // Fork and clone (`session-format.md` §7, pi's `AgentSessionRuntime.fork`)
+}
+
+/// Appends one line so that a failure leaves no partial line behind. A full disk (ENOSPC), a
+/// file-size limit (EFBIG) or an I/O error can fail `write_all` after part of the line was
+/// written; the next append would then be glued to that fragment, and on reload both would be
+/// one unreadable line. So the file is cut back to its length before the write; if even that
+/// fails, a newline ends the fragment (the fragment is then skipped on load, the next entry is
+/// intact). The caller drops the entry from memory too, so memory and file agree. The handle
+/// may be the one that created the file (not opened for appending), so after the cut its
+/// offset is moved back too: else the next write would leave a hole of zeros.
+fn append_whole_line(file: &mut File, line: &str) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let before = file.metadata().map(|m| m.len());
+    let Err(e) = file.write_all(line.as_bytes()) else {
+        return Ok(());
+    };
+    let cut = before.and_then(|len| {
+        file.set_len(len)?;
+        file.seek(SeekFrom::Start(len)).map(|_| ())
+    });
+    if cut.is_err() {
+        let _ = file.write_all(b"\n");
+    }
+    Err(e)
 }
