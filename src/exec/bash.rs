@@ -431,6 +431,11 @@ impl TempLog {
         self.file.is_some() && self.error.is_none()
     }
 
+    /// The first failure: creating, writing or syncing the file.
+    pub fn error(&self) -> Option<&std::io::Error> {
+        self.error.as_ref()
+    }
+
     /// Appends bytes. The first failure is remembered and later writes are dropped: the file
     /// no longer holds the whole output.
     pub fn write(&mut self, bytes: &[u8]) {
