@@ -393,28 +393,8 @@ impl TempLog {
         }
     }
 
-    /// A log writing to an existing `path` (e.g. `/dev/full`, where every write fails with
-    /// ENOSPC); the file is never deleted.
-    #[cfg(test)]
-    pub fn open_for_test(path: &Path) -> TempLog {
-        match std::fs::OpenOptions::new().write(true).open(path) {
-            Ok(file) => TempLog {
-                path: path.to_path_buf(),
-                file: Some(file),
-                error: None,
-                owned: false,
-            },
-            Err(e) => TempLog {
-                path: PathBuf::new(),
-                file: None,
-                error: Some(e),
-                owned: false,
-            },
-        }
-    }
-
-    /// From now on writes go to `path` (opened for writing) instead of the log's file, as when
-    /// the disk fills up in the middle of the output; the log's own file stays its path.
+    /// From now on writes go to `path` (opened for writing) instead of the log's file, which
+    /// stays the log's path: with `/dev/full` every write fails with ENOSPC, as on a full disk.
     #[cfg(test)]
     pub fn redirect_writes_for_test(&mut self, path: &Path) -> std::io::Result<()> {
         self.file = Some(std::fs::OpenOptions::new().write(true).open(path)?);
@@ -759,7 +739,11 @@ mod tests {
         let mut out = RpcOutput::new(tmp, &mut sink);
         for (n, chunk) in data.as_bytes().chunks(4096).enumerate() {
             match log {
-                Some((0, path)) if n == 0 => out.log = Some(TempLog::open_for_test(path)),
+                Some((0, path)) if n == 0 => {
+                    let mut log = TempLog::create(tmp);
+                    log.redirect_writes_for_test(path).expect("redirect");
+                    out.log = Some(log);
+                }
                 Some((at, path)) if n * 4096 == at => {
                     let log = out.log.as_mut().expect("log exists by now");
                     log.redirect_writes_for_test(path).expect("redirect");
@@ -771,8 +755,15 @@ mod tests {
         out.finish()
     }
 
-    /// Issue 17 §6: on a full `$TMPDIR` every write to the log failed and `fullOutputPath`
-    /// still named the (empty) file. `/dev/full` fails every write alike.
+    fn files_in(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .collect()
+    }
+
+    /// Issue 17 §6: on a full `$TMPDIR` the log was created but every write to it failed, and
+    /// `fullOutputPath` still named the empty file. Writes to `/dev/full` fail alike (ENOSPC).
     #[test]
     fn full_tmpdir_left_a_path_to_an_empty_bash_log() {
         let tmp = temp_dir("rpc-full");
@@ -787,14 +778,12 @@ mod tests {
                 ..working.clone()
             }
         );
+        // The empty file is deleted.
+        assert_eq!(files_in(&tmp), vec![path.clone()]);
         // The disk fills up midway: the partial file is deleted.
         let midway = collect_seq(&tmp, Some((40 * 4096, Path::new("/dev/full"))));
         assert_eq!(midway, full);
-        let left: Vec<PathBuf> = std::fs::read_dir(&tmp)
-            .expect("dir")
-            .map(|e| e.expect("entry").path())
-            .collect();
-        assert_eq!(left, vec![path]);
+        assert_eq!(files_in(&tmp), vec![path]);
         // A temp dir that cannot take a file at all.
         let gone = collect_seq(&tmp.join("gone"), None);
         assert_eq!(gone, full);

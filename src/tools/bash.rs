@@ -418,7 +418,7 @@ pub struct OutputAccumulator {
     log_error: Option<String>,
     /// The raw output's head and tail, for `structuredContent.output` without the temp file.
     head_tail: HeadTail,
-    /// Where [`OutputAccumulator::create_log`] opens the log instead of a new temp file.
+    /// Where the writes to the temp file go instead (`/dev/full` for a full disk).
     #[cfg(test)]
     test_log_path: Option<PathBuf>,
 }
@@ -641,11 +641,14 @@ impl OutputAccumulator {
     }
 
     fn create_log(&self) -> TempLog {
+        #[cfg_attr(not(test), allow(unused_mut))]
+        let mut log = TempLog::create(&self.temp_dir);
         #[cfg(test)]
         if let Some(path) = &self.test_log_path {
-            return TempLog::open_for_test(path);
+            // Should this fail, the file gets the output and the test's assertions say so.
+            let _ = log.redirect_writes_for_test(path);
         }
-        TempLog::create(&self.temp_dir)
+        log
     }
 
     /// After a failure of the temp file: deletes it and remembers why; the output now comes
@@ -1105,9 +1108,16 @@ mod tests {
             .collect()
     }
 
+    fn files_in(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .collect()
+    }
+
     /// Issue 17 §6: on a full `$TMPDIR` the temp file was created but every write failed with
     /// ENOSPC; the raw chunks had been moved into it, so `structuredContent.output` was `""`
-    /// and the notice named the empty file. `/dev/full` fails every write alike.
+    /// and the notice named the empty file. Writes to `/dev/full` fail alike.
     #[test]
     fn full_tmpdir_lost_the_bash_output() {
         let t = tmp("full");
@@ -1162,8 +1172,11 @@ mod tests {
             let details = details.expect("details");
             assert!(details.get("fullOutputPath").is_none(), "{details}");
             assert_eq!(details["truncation"]["totalLines"], lines);
-            working.close_log();
             full.close_log();
+            // The empty file is deleted.
+            assert_eq!(files_in(&t), vec![path.clone()]);
+            working.close_log();
+            let _ = std::fs::remove_file(&path);
         }
         let _ = std::fs::remove_dir_all(t);
     }
