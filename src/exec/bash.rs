@@ -5,6 +5,8 @@
 //!
 //! Memory stays bounded: a rolling window of about 100 KB of text is kept; once more than 50 KB
 //! has been produced the whole (sanitized) output also goes to `<tmpdir>/pi-bash-<hex>.log`.
+//! If that file cannot be created or written (a full `$TMPDIR`) it is deleted and no
+//! `fullOutputPath` is reported: the output in the result comes from memory anyway.
 //!
 //! Also here, shared with the bash tool: the streaming UTF-8 decoder and the temp log file.
 
@@ -338,16 +340,25 @@ impl Utf8Decoder {
 // Temp log file
 
 /// The full-output file `<dir>/pi-bash-<16 hex>.log` (mode 0600, never an existing path).
-/// Write failures are remembered and the path is still reported (pi's stream behaves alike).
+/// The first failure (creating, writing or syncing the file) is remembered: from then on writes
+/// are dropped, and [`TempLog::close`] deletes the partial file and reports no path, so no
+/// result points to an empty or truncated file (a full `$TMPDIR` used to do that).
 pub struct TempLog {
     path: PathBuf,
     file: Option<File>,
+    error: Option<std::io::Error>,
+    /// Whether this log created the file (and so may delete it).
+    owned: bool,
 }
 
 impl TempLog {
-    /// Creates a new log file in `dir`. If that fails the log silently discards writes and
-    /// [`TempLog::close`] returns `None`.
+    /// Creates a new log file in `dir`. If that fails the log remembers why, discards writes
+    /// and [`TempLog::close`] returns `None`.
     pub fn create(dir: &Path) -> TempLog {
+        let mut error = std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "no unused temp file name",
+        );
         for _ in 0..8 {
             let hex = uuid::Uuid::new_v4().simple().to_string();
             let path = dir.join(format!("pi-bash-{}.log", &hex[..16]));
@@ -363,16 +374,31 @@ impl TempLog {
                     return TempLog {
                         path,
                         file: Some(file),
+                        error: None,
+                        owned: true,
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(_) => break,
+                Err(e) => {
+                    error = e;
+                    break;
+                }
             }
         }
         TempLog {
             path: PathBuf::new(),
             file: None,
+            error: Some(error),
+            owned: false,
         }
+    }
+
+    /// From now on writes go to `path` (opened for writing) instead of the log's file, which
+    /// stays the log's path: with `/dev/full` every write fails with ENOSPC, as on a full disk.
+    #[cfg(test)]
+    pub fn redirect_writes_for_test(&mut self, path: &Path) -> std::io::Result<()> {
+        self.file = Some(std::fs::OpenOptions::new().write(true).open(path)?);
+        Ok(())
     }
 
     /// The file's path (empty when it could not be created).
@@ -380,24 +406,61 @@ impl TempLog {
         &self.path
     }
 
-    /// Whether the file exists.
+    /// Whether the file exists and nothing has failed so far.
     pub fn is_open(&self) -> bool {
-        self.file.is_some()
+        self.file.is_some() && self.error.is_none()
     }
 
-    /// Appends bytes (errors are ignored: the in-memory tail is still exact).
+    /// The first failure: creating, writing or syncing the file.
+    pub fn error(&self) -> Option<&std::io::Error> {
+        self.error.as_ref()
+    }
+
+    /// Appends bytes. The first failure is remembered and later writes are dropped: the file
+    /// no longer holds the whole output.
     pub fn write(&mut self, bytes: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
         if let Some(f) = &mut self.file {
-            let _ = f.write_all(bytes);
+            if let Err(e) = f.write_all(bytes) {
+                self.error = Some(e);
+            }
         }
     }
 
-    /// Flushes and closes; the path if the file was created.
+    /// Flushes the file to disk (where some filesystems report a full disk); a failure is
+    /// remembered as for [`TempLog::write`].
+    pub fn sync(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        if let Some(f) = &mut self.file {
+            if let Err(e) = f.flush().and_then(|()| f.sync_data()) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Flushes and closes; the path if the file holds the whole output. After a failure the
+    /// partial file is deleted and `None` returned.
     pub fn close(mut self) -> Option<PathBuf> {
+        self.sync();
         let f = self.file.take()?;
-        let _ = f.sync_data();
         drop(f);
+        if self.error.is_some() {
+            self.discard();
+            return None;
+        }
         Some(self.path)
+    }
+
+    /// Closes and deletes the file (only one this log created).
+    pub fn discard(mut self) {
+        drop(self.file.take());
+        if self.owned {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -665,6 +728,65 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+        let _ = std::fs::remove_dir_all(tmp);
+    }
+
+    /// Sanitized output of `seq 1 100000` through an [`RpcOutput`], its log replaced by
+    /// `log` (from the start, or from byte `switch_at` of the output on).
+    fn collect_seq(tmp: &Path, log: Option<(usize, &Path)>) -> BashResult {
+        let data: String = (1..=100000).map(|i| format!("{i}\n")).collect();
+        let mut sink = |_: &str| {};
+        let mut out = RpcOutput::new(tmp, &mut sink);
+        for (n, chunk) in data.as_bytes().chunks(4096).enumerate() {
+            match log {
+                Some((0, path)) if n == 0 => {
+                    let mut log = TempLog::create(tmp);
+                    log.redirect_writes_for_test(path).expect("redirect");
+                    out.log = Some(log);
+                }
+                Some((at, path)) if n * 4096 == at => {
+                    let log = out.log.as_mut().expect("log exists by now");
+                    log.redirect_writes_for_test(path).expect("redirect");
+                }
+                _ => {}
+            }
+            process::OutputSink::on_output(&mut out, chunk);
+        }
+        out.finish()
+    }
+
+    fn files_in(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .collect()
+    }
+
+    /// Issue 17 §6: on a full `$TMPDIR` the log was created but every write to it failed, and
+    /// `fullOutputPath` still named the empty file. Writes to `/dev/full` fail alike (ENOSPC).
+    #[test]
+    fn full_tmpdir_left_a_path_to_an_empty_bash_log() {
+        let tmp = temp_dir("rpc-full");
+        let working = collect_seq(&tmp, None);
+        let path = working.full_output_path.clone().expect("log");
+        assert!(working.truncated);
+        let full = collect_seq(&tmp, Some((0, Path::new("/dev/full"))));
+        assert_eq!(
+            full,
+            BashResult {
+                full_output_path: None,
+                ..working.clone()
+            }
+        );
+        // The empty file is deleted.
+        assert_eq!(files_in(&tmp), vec![path.clone()]);
+        // The disk fills up midway: the partial file is deleted.
+        let midway = collect_seq(&tmp, Some((40 * 4096, Path::new("/dev/full"))));
+        assert_eq!(midway, full);
+        assert_eq!(files_in(&tmp), vec![path]);
+        // A temp dir that cannot take a file at all.
+        let gone = collect_seq(&tmp.join("gone"), None);
+        assert_eq!(gone, full);
         let _ = std::fs::remove_dir_all(tmp);
     }
 

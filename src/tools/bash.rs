@@ -219,27 +219,32 @@ fn format_output(
     if !tr.truncated {
         return (text, None);
     }
-    let path = snapshot
-        .full_output_path
-        .as_ref()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    // Where the whole output is: the temp file, or why there is none.
+    let full = match (&snapshot.full_output_path, &snapshot.full_output_error) {
+        (None, Some(e)) => format!("Full output could not be saved: {e}"),
+        (path, _) => format!(
+            "Full output: {}",
+            path.as_ref()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ),
+    };
     let start_line = (tr.total_lines + 1).saturating_sub(tr.output_lines);
     let end_line = tr.total_lines;
     if tr.last_line_partial {
         text.push_str(&format!(
-            "\n\n[Showing last {} of line {end_line} (line is {}). Full output: {path}]",
+            "\n\n[Showing last {} of line {end_line} (line is {}). {full}]",
             format_size(tr.output_bytes),
             format_size(acc.last_line_bytes()),
         ));
     } else if tr.truncated_by.as_deref() == Some("lines") {
         text.push_str(&format!(
-            "\n\n[Showing lines {start_line}-{end_line} of {}. Full output: {path}]",
+            "\n\n[Showing lines {start_line}-{end_line} of {}. {full}]",
             tr.total_lines
         ));
     } else {
         text.push_str(&format!(
-            "\n\n[Showing lines {start_line}-{end_line} of {} ({} limit). Full output: {path}]",
+            "\n\n[Showing lines {start_line}-{end_line} of {} ({} limit). {full}]",
             tr.total_lines,
             format_size(DEFAULT_MAX_BYTES)
         ));
@@ -356,6 +361,8 @@ pub struct Snapshot {
     /// Totals are those of the whole output; the output fields those of `content`.
     pub truncation: Truncation,
     pub full_output_path: Option<PathBuf>,
+    /// Why the full output could not be saved to a temp file (then there is no path).
+    pub full_output_error: Option<String>,
 }
 
 impl Snapshot {
@@ -383,6 +390,11 @@ pub struct FullOutput {
 /// Streaming output with bounded memory (pi's `OutputAccumulator`): decodes UTF-8 across chunk
 /// boundaries, keeps a rolling decoded tail for snapshots, counts lines and bytes of the whole
 /// output, and writes the raw output to a temp file once it exceeds the limits.
+///
+/// It also keeps the raw head and tail that `structuredContent.output` needs (at most
+/// [`STRUCTURED_OUTPUT_MAX_BYTES`]), so that output is not lost when the temp file cannot be
+/// created or written (a full `$TMPDIR`): the file is then deleted, no path is reported and the
+/// notice says why.
 pub struct OutputAccumulator {
     max_lines: usize,
     max_bytes: usize,
@@ -402,6 +414,13 @@ pub struct OutputAccumulator {
     finished: bool,
     log: Option<TempLog>,
     log_path: Option<PathBuf>,
+    /// Why the temp file failed (it is then gone for good).
+    log_error: Option<String>,
+    /// The raw output's head and tail, for `structuredContent.output` without the temp file.
+    head_tail: HeadTail,
+    /// Where the writes to the temp file go instead (`/dev/full` for a full disk).
+    #[cfg(test)]
+    test_log_path: Option<PathBuf>,
 }
 
 impl OutputAccumulator {
@@ -428,6 +447,10 @@ impl OutputAccumulator {
             finished: false,
             log: None,
             log_path: None,
+            log_error: None,
+            head_tail: HeadTail::new(STRUCTURED_OUTPUT_MAX_BYTES),
+            #[cfg(test)]
+            test_log_path: None,
         }
     }
 
@@ -437,6 +460,7 @@ impl OutputAccumulator {
             return;
         }
         self.total_raw_bytes += data.len();
+        self.head_tail.push(data);
         let text = self.decoder.decode(data);
         self.append_decoded(&text);
         if self.log.is_some() || self.should_use_temp_file() {
@@ -444,7 +468,8 @@ impl OutputAccumulator {
             if let Some(log) = &mut self.log {
                 log.write(data);
             }
-        } else if !data.is_empty() {
+            self.check_log();
+        } else if self.log_error.is_none() && !data.is_empty() {
             self.raw_chunks.push(data.to_vec());
         }
     }
@@ -460,6 +485,12 @@ impl OutputAccumulator {
         if self.should_use_temp_file() {
             self.ensure_log();
         }
+        // Some filesystems report a full disk only now; the result must know before it names
+        // the file.
+        if let Some(log) = &mut self.log {
+            log.sync();
+        }
+        self.check_log();
     }
 
     /// Bytes of the last (unterminated) line of the whole output.
@@ -502,6 +533,7 @@ impl OutputAccumulator {
             content: tr.content.clone(),
             truncation: tr,
             full_output_path: self.log_path.clone(),
+            full_output_error: self.log_error.clone(),
         }
     }
 
@@ -513,19 +545,28 @@ impl OutputAccumulator {
     }
 
     /// The complete output for `structuredContent`: whole if it fits `max_bytes` raw bytes,
-    /// else its first and last `max_bytes / 2` bytes around an omission marker.
+    /// else its first and last `max_bytes / 2` bytes around an omission marker. From the temp
+    /// file when there is one, else from memory (`max_bytes` is then at most
+    /// [`STRUCTURED_OUTPUT_MAX_BYTES`], what memory keeps).
     pub fn read_full_output(&self, max_bytes: usize) -> FullOutput {
-        let Some(path) = &self.log_path else {
+        if let Some(path) = &self.log_path {
+            if let Ok(full) = read_file_capped(path, max_bytes) {
+                return full;
+            }
+        } else if self.log_error.is_none() {
             let all: Vec<u8> = self.raw_chunks.concat();
             return FullOutput {
                 content: String::from_utf8_lossy(&all).into_owned(),
                 truncated: false,
             };
-        };
-        read_file_capped(path, max_bytes).unwrap_or_else(|_| FullOutput {
-            content: String::new(),
-            truncated: false,
-        })
+        }
+        self.head_tail
+            .capped(max_bytes)
+            .or_else(|| self.head_tail.capped(self.head_tail.max_bytes()))
+            .unwrap_or(FullOutput {
+                content: String::new(),
+                truncated: false,
+            })
     }
 
     fn append_decoded(&mut self, text: &str) {
@@ -585,10 +626,10 @@ impl OutputAccumulator {
     }
 
     fn ensure_log(&mut self) {
-        if self.log_path.is_some() {
+        if self.log_path.is_some() || self.log_error.is_some() {
             return;
         }
-        let mut log = TempLog::create(&self.temp_dir);
+        let mut log = self.create_log();
         for chunk in self.raw_chunks.drain(..) {
             log.write(&chunk);
         }
@@ -596,6 +637,114 @@ impl OutputAccumulator {
             self.log_path = Some(log.path().to_path_buf());
         }
         self.log = Some(log);
+        self.check_log();
+    }
+
+    fn create_log(&self) -> TempLog {
+        #[cfg_attr(not(test), allow(unused_mut))]
+        let mut log = TempLog::create(&self.temp_dir);
+        #[cfg(test)]
+        if let Some(path) = &self.test_log_path {
+            // Should this fail, the file gets the output and the test's assertions say so.
+            let _ = log.redirect_writes_for_test(path);
+        }
+        log
+    }
+
+    /// After a failure of the temp file: deletes it and remembers why; the output now comes
+    /// from memory.
+    fn check_log(&mut self) {
+        let Some(e) = self.log.as_ref().and_then(TempLog::error) else {
+            return;
+        };
+        self.log_error = Some(e.to_string());
+        self.log_path = None;
+        if let Some(log) = self.log.take() {
+            log.discard();
+        }
+    }
+}
+
+/// The first and last bytes of a byte stream (half of `max_bytes` each) and its length: enough
+/// for [`read_file_capped`]'s result without the file.
+struct HeadTail {
+    head: Vec<u8>,
+    /// The last bytes after the head.
+    tail: std::collections::VecDeque<u8>,
+    total: usize,
+    head_cap: usize,
+    tail_cap: usize,
+}
+
+impl HeadTail {
+    fn new(max_bytes: usize) -> HeadTail {
+        let head_cap = max_bytes / 2;
+        HeadTail {
+            head: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            total: 0,
+            head_cap,
+            tail_cap: max_bytes - head_cap,
+        }
+    }
+
+    /// The largest `max_bytes` for which [`HeadTail::capped`] always answers.
+    fn max_bytes(&self) -> usize {
+        self.head_cap + self.tail_cap
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        self.total += data.len();
+        let to_head = (self.head_cap - self.head.len()).min(data.len());
+        self.head.extend_from_slice(&data[..to_head]);
+        let mut rest = &data[to_head..];
+        if rest.len() >= self.tail_cap {
+            self.tail.clear();
+            rest = &rest[rest.len() - self.tail_cap..];
+        }
+        let excess = (self.tail.len() + rest.len()).saturating_sub(self.tail_cap);
+        self.tail.drain(..excess);
+        self.tail.extend(rest);
+    }
+
+    /// Bytes `start..start + len` of the stream, if they were kept.
+    fn range(&self, start: usize, len: usize) -> Option<Vec<u8>> {
+        let end = start + len;
+        let tail_start = self.total - self.tail.len();
+        if end <= self.head.len() {
+            return Some(self.head[start..end].to_vec());
+        }
+        if start >= tail_start {
+            return Some(
+                self.tail
+                    .range(start - tail_start..end - tail_start)
+                    .copied()
+                    .collect(),
+            );
+        }
+        if tail_start == self.head.len() && end <= self.total {
+            let mut all = self.head.clone();
+            all.extend(self.tail.iter().copied());
+            return Some(all[start..end].to_vec());
+        }
+        None
+    }
+
+    /// What [`read_file_capped`] gives for the whole stream; `None` if memory does not hold the
+    /// bytes needed (`max_bytes` above [`HeadTail::max_bytes`]).
+    fn capped(&self, max_bytes: usize) -> Option<FullOutput> {
+        if self.total <= max_bytes {
+            let all = self.range(0, self.total)?;
+            return Some(FullOutput {
+                content: String::from_utf8_lossy(&all).into_owned(),
+                truncated: false,
+            });
+        }
+        let head_bytes = max_bytes / 2;
+        let tail_bytes = max_bytes - head_bytes;
+        let head = self.range(0, head_bytes)?;
+        let tail = self.range(self.total - tail_bytes, tail_bytes)?;
+        Some(capped_output(&head, &tail, self.total))
     }
 }
 
@@ -620,15 +769,20 @@ fn read_file_capped(path: &Path, max_bytes: usize) -> std::io::Result<FullOutput
     let mut tail = vec![0u8; tail_bytes];
     file.seek(SeekFrom::Start((size - tail_bytes) as u64))?;
     file.read_exact(&mut tail)?;
+    Ok(capped_output(&head, &tail, size))
+}
+
+/// The first bytes `head` and last bytes `tail` of `size` bytes around the omission marker.
+fn capped_output(head: &[u8], tail: &[u8], size: usize) -> FullOutput {
     // The head drops an incomplete trailing character; the tail skips continuation bytes.
-    let head_text = Utf8Decoder::default().decode(&head);
+    let head_text = Utf8Decoder::default().decode(head);
     let skip = tail.iter().take_while(|&&b| b & 0xc0 == 0x80).count();
     let tail_text = String::from_utf8_lossy(&tail[skip..]);
-    let omitted = size - head_bytes - tail_bytes;
-    Ok(FullOutput {
+    let omitted = size - head.len() - tail.len();
+    FullOutput {
         content: format!("{head_text}\n\n[... {omitted} bytes omitted ...]\n\n{tail_text}"),
         truncated: true,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -936,6 +1090,187 @@ mod tests {
         assert_eq!(snap.truncation.total_lines, 1600);
         assert!(snap.truncation.truncated);
         acc.close_log();
+        let _ = std::fs::remove_dir_all(t);
+    }
+
+    /// Feeds `data` in chunks that split characters, then ends the stream.
+    fn feed(acc: &mut OutputAccumulator, data: &[u8]) {
+        for chunk in data.chunks(4093) {
+            acc.append(chunk);
+        }
+        acc.finish();
+    }
+
+    /// Numbered lines with multi-byte characters, `lines` of them (21-26 bytes each).
+    fn numbered_lines(lines: usize) -> String {
+        (1..=lines)
+            .map(|i| format!("line {i} \u{e9}\u{20ac}x\n"))
+            .collect()
+    }
+
+    fn files_in(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .collect()
+    }
+
+    /// Issue 17 §6: on a full `$TMPDIR` the temp file was created but every write failed with
+    /// ENOSPC; the raw chunks had been moved into it, so `structuredContent.output` was `""`
+    /// and the notice named the empty file. Writes to `/dev/full` fail alike.
+    #[test]
+    fn full_tmpdir_lost_the_bash_output() {
+        let t = tmp("full");
+        let enospc = "Full output could not be saved: No space left on device (os error 28)";
+        // Over the 2000-line limit only; over the structured cap (1 MiB) too.
+        for lines in [3000, 60000] {
+            let data = numbered_lines(lines);
+            let mut working = OutputAccumulator::new(&t);
+            feed(&mut working, data.as_bytes());
+            let mut full = OutputAccumulator::new(&t);
+            full.test_log_path = Some(PathBuf::from("/dev/full"));
+            feed(&mut full, data.as_bytes());
+
+            // structuredContent.output: what the complete file gives, for every cap (odd ones
+            // and cuts inside characters included).
+            for max in [STRUCTURED_OUTPUT_MAX_BYTES, 1001, 100_000, 7] {
+                assert_eq!(
+                    full.read_full_output(max),
+                    working.read_full_output(max),
+                    "{lines} lines, max {max}"
+                );
+            }
+            let structured = full.read_full_output(STRUCTURED_OUTPUT_MAX_BYTES);
+            assert_eq!(
+                structured.truncated,
+                data.len() > STRUCTURED_OUTPUT_MAX_BYTES
+            );
+            if !structured.truncated {
+                assert_eq!(structured.content, data);
+            }
+
+            // The text names no file but says why there is none; all else is unchanged.
+            let ws = working.snapshot(true);
+            let fs = full.snapshot(true);
+            let path = ws.full_output_path.clone().expect("working log");
+            assert_eq!(fs.full_output_path, None);
+            assert_eq!(fs.content, ws.content);
+            assert_eq!(fs.truncation, ws.truncation);
+            let (text, details) = format_output(&fs, &full, "");
+            let (working_text, _) = format_output(&ws, &working, "");
+            assert_eq!(
+                text,
+                working_text.replace(&format!("Full output: {}", path.display()), enospc)
+            );
+            assert!(
+                text.ends_with(&format!(
+                    "\n\n[Showing lines {}-{lines} of {lines}. {enospc}]",
+                    lines - 1999
+                )),
+                "{text}"
+            );
+            let details = details.expect("details");
+            assert!(details.get("fullOutputPath").is_none(), "{details}");
+            assert_eq!(details["truncation"]["totalLines"], lines);
+            full.close_log();
+            // The empty file is deleted.
+            assert_eq!(files_in(&t), vec![path.clone()]);
+            working.close_log();
+            let _ = std::fs::remove_file(&path);
+        }
+        let _ = std::fs::remove_dir_all(t);
+    }
+
+    /// The disk fills up while the output is being written: what reached the file is not lost
+    /// either, and the partial file is deleted.
+    #[test]
+    fn tmpdir_filling_up_midway_keeps_the_bash_output() {
+        let t = tmp("midway");
+        let data = numbered_lines(60000);
+        let (first, second) = data.as_bytes().split_at(700_001);
+        let mut working = OutputAccumulator::new(&t);
+        feed(&mut working, data.as_bytes());
+        let mut acc = OutputAccumulator::new(&t);
+        for chunk in first.chunks(4093) {
+            acc.append(chunk);
+        }
+        let partial = acc.snapshot(true).full_output_path.expect("log");
+        assert!(std::fs::metadata(&partial).expect("log").len() > 0);
+        acc.log
+            .as_mut()
+            .expect("log")
+            .redirect_writes_for_test(Path::new("/dev/full"))
+            .expect("/dev/full");
+        feed(&mut acc, second);
+        assert_eq!(
+            acc.read_full_output(STRUCTURED_OUTPUT_MAX_BYTES),
+            working.read_full_output(STRUCTURED_OUTPUT_MAX_BYTES)
+        );
+        let snap = acc.snapshot(true);
+        assert_eq!(snap.full_output_path, None);
+        assert!(!partial.exists(), "partial log {} left", partial.display());
+        let (text, _) = format_output(&snap, &acc, "");
+        assert!(text.ends_with(
+            "of 60000. Full output could not be saved: No space left on device (os error 28)]"
+        ));
+        working.close_log();
+        let _ = std::fs::remove_dir_all(t);
+    }
+
+    #[test]
+    fn missing_tmpdir_keeps_the_bash_output() {
+        let t = tmp("notmp");
+        let gone = t.join("gone");
+        let r = run_with(
+            json!({"command": "seq 1 2500"}),
+            &CancelToken::new(),
+            &t,
+            &gone,
+        );
+        let out = r.result.expect("ok");
+        let tail: Vec<String> = (501..=2500).map(|i| i.to_string()).collect();
+        assert_eq!(
+            out.content[0]["text"],
+            format!(
+                "{}\n\n[Showing lines 501-2500 of 2500. Full output could not be saved: No such file or directory (os error 2)]",
+                tail.join("\n")
+            )
+        );
+        assert!(out
+            .details
+            .expect("details")
+            .get("fullOutputPath")
+            .is_none());
+        let full: String = (1..=2500).map(|i| format!("{i}\n")).collect();
+        let sc = out.structured_content.expect("sc");
+        assert_eq!(sc["output"], full.as_str());
+        assert_eq!(sc["truncated"], false);
+        let _ = std::fs::remove_dir_all(t);
+    }
+
+    #[test]
+    fn head_tail_matches_the_capped_file() {
+        let t = tmp("headtail");
+        let path = t.join("out");
+        let data = numbered_lines(500);
+        for max in [1, 2, 7, 100, 1001, 4096] {
+            for len in [0, 1, max / 2, max, max + 1, 3 * max, data.len()] {
+                let bytes = &data.as_bytes()[..len.min(data.len())];
+                std::fs::write(&path, bytes).expect("write");
+                let mut ht = HeadTail::new(max);
+                for chunk in bytes.chunks(13) {
+                    ht.push(chunk);
+                }
+                assert!(ht.head.len() + ht.tail.len() <= max);
+                for m in (1..=max).step_by(max / 7 + 1).chain([max]) {
+                    assert_eq!(
+                        ht.capped(m),
+                        Some(read_file_capped(&path, m).expect("read")),
+                        "max {max} len {len} m {m}"
+                    );
+                }
+            }
+        }
         let _ = std::fs::remove_dir_all(t);
     }
 
