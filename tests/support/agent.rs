@@ -307,6 +307,16 @@ impl Agent {
         }
     }
 
+    /// Waits for the response with `id` and moves the cursor past it (never back): a
+    /// `wait_for` then sees only what came after that response.
+    pub fn seek_past_response(&mut self, id: &str) {
+        self.response(id);
+        let pattern = json!({"type": "response", "id": id});
+        if let Some(i) = self.records.iter().position(|r| subset_match(&pattern, r)) {
+            self.cursor = self.cursor.max(i + 1);
+        }
+    }
+
     /// Sends `cmd` with `id` and waits for the response carrying that id.
     pub fn request(&mut self, id: &str, mut cmd: Value) -> Value {
         cmd["id"] = json!(id);

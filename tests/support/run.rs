@@ -38,10 +38,16 @@ pub fn run_prompt(agent: &mut Agent, id: &str, message: &str) -> Vec<Value> {
     )
 }
 
-/// Sends a run-starting command and returns every record from then to `agent_settled`.
+/// Sends a run-starting command and returns every record from then to `agent_settled`. The
+/// `agent_settled` waited for is one after the command's response, never an earlier run's that
+/// the cursor had not passed yet.
 pub fn run_command(agent: &mut Agent, cmd: Value) -> Vec<Value> {
     let start = agent.records.len();
+    let id = cmd["id"].as_str().map(str::to_string);
     agent.send(cmd);
+    if let Some(id) = id {
+        agent.seek_past_response(&id);
+    }
     agent.wait_for_timeout(json!({"type": "agent_settled"}), LONG);
     agent.records[start..].to_vec()
 }
