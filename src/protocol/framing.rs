@@ -101,6 +101,10 @@ impl LineSplitter {
             };
             if let Some(n) = self.discarding.as_mut() {
                 *n += part.len();
+                // The head keeps filling up to its size whatever the chunking: the `id` is
+                // looked for in it.
+                let room = HEAD_BYTES.saturating_sub(self.head.len());
+                self.head.extend_from_slice(&part[..room.min(part.len())]);
                 if complete {
                     let len = *n;
                     self.discarding = None;
@@ -303,14 +307,19 @@ mod tests {
             limit: 8,
             head: head.to_vec(),
         };
+        // The head is the line's first bytes (up to 4 KiB) however the input was chunked: it
+        // used to stop at the chunk where the limit was crossed, so an `id` could be missed.
         assert_eq!(
             out,
-            vec![too_long(20, b"0123456789"), Frame::Line(b"ok".to_vec())]
+            vec![
+                too_long(20, b"01234567890123456789"),
+                Frame::Line(b"ok".to_vec())
+            ]
         );
         let out = split(&[b"0123456789"], 8);
         assert_eq!(out, vec![too_long(10, b"0123456789")]);
         let out = split(&[b"01234", b"56789", b"01\n"], 8);
-        assert_eq!(out, vec![too_long(12, b"0123456789")]);
+        assert_eq!(out, vec![too_long(12, b"012345678901")]);
     }
 
     #[test]

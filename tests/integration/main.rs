@@ -22,6 +22,7 @@ mod locks;
 mod mock_llm_selftest;
 mod pi_acp;
 mod print_modes;
+mod properties;
 mod regression;
 mod rpc_bash;
 mod run_abort;
