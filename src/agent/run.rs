@@ -43,7 +43,34 @@ struct LowLevel {
 }
 
 fn emit(rt: &Runtime, e: Event) {
-    rt.out.event(&e);
+    rt.emit(&e);
+}
+
+/// `message_end`: extensions may replace the message with one of the same role (§A4); the
+/// replacement is what the wire shows and what is stored.
+fn emit_message_end(rt: &Runtime, message: Value) -> Value {
+    let message = if rt.ext.wants("message_end") {
+        let cancel = rt.state.lock().life.run_cancel();
+        rt.ext
+            .message_end(&message, Some(&cancel))
+            .unwrap_or(message)
+    } else {
+        message
+    };
+    rt.out.event(&Event::MessageEnd {
+        message: message.clone(),
+    });
+    message
+}
+
+/// `turn_start`; extensions also get the turn's index in the low-level run and its time.
+fn emit_turn_start(rt: &Runtime, turn_index: &mut u64) {
+    let mut extra = serde_json::Map::new();
+    extra.insert("turnIndex".into(), (*turn_index).into());
+    extra.insert("timestamp".into(), now_ms().into());
+    *turn_index += 1;
+    rt.observe(&Event::TurnStart, Some(extra));
+    rt.out.event(&Event::TurnStart);
 }
 
 /// Appends a message to the session and the context (at its `message_end`).
@@ -71,12 +98,7 @@ fn emit_whole_message(rt: &Runtime, msg: Value, run_messages: &mut Vec<Value>) -
             message: msg.clone(),
         },
     );
-    emit(
-        rt,
-        Event::MessageEnd {
-            message: msg.clone(),
-        },
-    );
+    let msg = emit_message_end(rt, msg);
     run_messages.push(msg.clone());
     record_message(rt, &msg)
 }
@@ -191,6 +213,11 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
 
 /// `agent_settled`, then the waiting `abort` responses; the run is over.
 fn settle(rt: &Runtime, cancel: &CancelToken) {
+    if rt.ext.wants("agent_settled") {
+        // Handlers run before the wire record, without the lock (they may call back).
+        let aborted = rt.state.lock().life.abort_requested() || cancel.is_cancelled();
+        rt.observe(&Event::AgentSettled { aborted }, None);
+    }
     let waiters = {
         let mut s = rt.state.lock();
         s.flush_deferred();
@@ -304,7 +331,8 @@ fn low_level_run(
     retry: &mut RetryState,
 ) -> LowLevel {
     emit(rt, Event::AgentStart);
-    emit(rt, Event::TurnStart);
+    let mut turn_index = 0u64;
+    emit_turn_start(rt, &mut turn_index);
     let mut run_messages: Vec<Value> = Vec::new();
     for m in initial {
         emit_whole_message(rt, m, &mut run_messages);
@@ -325,7 +353,7 @@ fn low_level_run(
                 if !cancel.is_cancelled() {
                     super::compaction::before_next_turn(rt, cancel);
                 }
-                emit(rt, Event::TurnStart);
+                emit_turn_start(rt, &mut turn_index);
             }
             first = false;
             if pending_steering > 0 {
@@ -537,7 +565,7 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
         m.synthetic = true;
         let v = m.to_value();
         emit(rt, Event::MessageStart { message: v.clone() });
-        emit(rt, Event::MessageEnd { message: v });
+        emit_message_end(rt, v);
         return m;
     }
 
@@ -606,12 +634,19 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
             }
         }
     });
-    let (msg, started_emitted) = final_msg;
+    let (mut msg, started_emitted) = final_msg;
     let v = msg.to_value();
     if !started_emitted {
         emit(rt, Event::MessageStart { message: v.clone() });
     }
-    emit(rt, Event::MessageEnd { message: v });
+    let ended = emit_message_end(rt, v.clone());
+    if ended != v {
+        // An extension's replacement is the message from here on (stored, sent next turn).
+        match AssistantMessage::from_value(&ended) {
+            Some(replaced) => msg = replaced,
+            None => eprintln!("pi-rpc: an extension's message_end replacement was not kept"),
+        }
+    }
     if !matches!(msg.stop_reason, StopReason::Error | StopReason::Length) {
         rt.state.lock().life.reset_overflow_recovery();
     }

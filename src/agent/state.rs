@@ -577,10 +577,26 @@ impl AgentSession {
         images: Vec<ImageContent>,
         behavior: Option<StreamingBehavior>,
     ) -> PromptStart {
+        self.begin_prompt_with(message, images, behavior, true)
+    }
+
+    /// [`AgentSession::begin_prompt`]; `expand: false` skips skill and template expansion (an
+    /// extension's `sendUserMessage`).
+    pub fn begin_prompt_with(
+        &mut self,
+        message: &str,
+        images: Vec<ImageContent>,
+        behavior: Option<StreamingBehavior>,
+        expand: bool,
+    ) -> PromptStart {
         if self.life.is_compacting() {
             return PromptStart::Rejected("Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.".into());
         }
-        let text = super::prompting::expand_text(self, message);
+        let text = if expand {
+            super::prompting::expand_text(self, message)
+        } else {
+            message.to_string()
+        };
         if self.life.is_streaming() {
             return match behavior {
                 None => PromptStart::Rejected("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into()),

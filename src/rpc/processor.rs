@@ -35,6 +35,9 @@ pub struct Processor {
     pub out: Output,
     /// Where session-level runs are started.
     pub agent: crossbeam_channel::Sender<AgentJob>,
+    /// Extension commands run here (asynchronously: their response comes from the extension's
+    /// reader thread).
+    pub ext: Arc<crate::extensions::Extensions>,
 }
 
 impl Processor {
@@ -47,6 +50,11 @@ impl Processor {
                     self.out.response(&Response::parse_error(id, error))
                 }
                 Input::Line(incoming) => self.handle(incoming),
+                Input::ExtensionPrompt {
+                    text,
+                    images,
+                    behavior,
+                } => self.extension_prompt(&text, images, behavior),
             }
         }
         Exit::Eof
@@ -166,7 +174,12 @@ impl Processor {
                 );
             }
             Command::GetCommands => {
-                let data = self.session.lock().commands_json();
+                let mut data = self.session.lock().commands_json();
+                // Extension commands come first (pi's order).
+                let ext = self.ext.command_items();
+                if let Some(Value::Array(items)) = data.get_mut("commands") {
+                    items.splice(0..0, ext);
+                }
                 reply(Ok(Some(data)));
             }
             Command::GetSessionStats => {
@@ -208,6 +221,12 @@ impl Processor {
                 self.out.event(&event);
                 reply(Ok(Some(data)));
             }
+            Command::Steer { message, .. } | Command::FollowUp { message, .. }
+                if self.ext.queued_command_error(&message).is_some() =>
+            {
+                let error = self.ext.queued_command_error(&message).unwrap_or_default();
+                reply(Err(error));
+            }
             Command::Steer { message, images } | Command::FollowUp { message, images } => {
                 let queue = if name == "steer" {
                     QueueKind::Steering
@@ -221,6 +240,13 @@ impl Processor {
                 };
                 self.out.event(&event);
                 reply(Ok(Some(json!({ "disposition": "queued" }))));
+            }
+            Command::Prompt { message, .. } if self.ext.find_command(&message).is_some() => {
+                // An extension command runs even while streaming; the extension's reader
+                // thread writes the `handled` response when the handler is done (§A7.3).
+                if let Some((cmd, args)) = self.ext.find_command(&message) {
+                    self.ext.run_command(cmd, args, id.clone());
+                }
             }
             Command::Prompt {
                 message,
@@ -331,6 +357,37 @@ impl Processor {
 }
 
 impl Processor {
+    /// An extension's `sendUserMessage`: a prompt (no template expansion) with no response;
+    /// a refusal is the extension's `extension_error` (`<runtime>`, `send_user_message`).
+    fn extension_prompt(
+        &self,
+        text: &str,
+        images: Vec<crate::protocol::ImageContent>,
+        behavior: Option<crate::protocol::StreamingBehavior>,
+    ) {
+        let start = self
+            .session
+            .lock()
+            .begin_prompt_with(text, images, behavior, false);
+        match start {
+            PromptStart::Rejected(error) => self.out.event(&Event::ExtensionError {
+                extension_path: "<runtime>".into(),
+                event: "send_user_message".into(),
+                error,
+            }),
+            PromptStart::Queued(event) => self.out.event(&event),
+            PromptStart::Run(user_message) => {
+                let job = AgentJob::Run {
+                    reply: None,
+                    user_message,
+                };
+                if self.agent.send(job).is_err() {
+                    self.session.lock().life.run_not_started();
+                }
+            }
+        }
+    }
+
     /// `compact`: aborts the active run and any earlier compaction, then hands the compaction to
     /// the agent thread, which answers once the summary is in (`rpc-protocol.md` §3.6). Prompts
     /// are refused from now until it is done.
