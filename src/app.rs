@@ -407,6 +407,7 @@ pub fn run_rpc(session: AgentSession, plan: ExtensionPlan) -> i32 {
     session.lock().resources.tools.extend(ext.tools());
 
     let (tx, rx) = bounded(INPUT_CAPACITY);
+    let processor_input = tx.clone();
     ext.set_actions(Arc::new(crate::rpc::ext_actions::RpcActions {
         session: Arc::clone(&session),
         out: out.clone(),
@@ -450,11 +451,24 @@ pub fn run_rpc(session: AgentSession, plan: ExtensionPlan) -> i32 {
     ext.send_flags(&flag_values);
     ext.session_start("startup", None);
 
+    let ext_jobs = if ext.is_empty() {
+        None
+    } else {
+        match crate::rpc::processor::spawn_ext_worker() {
+            Ok(tx) => Some(tx),
+            Err(e) => {
+                eprintln!("pi-rpc: cannot start the extension worker thread: {e}");
+                None
+            }
+        }
+    };
     let processor = Processor {
         session: Arc::clone(&session),
         out: out.clone(),
         agent: agent_tx.clone(),
         ext: Arc::clone(&ext),
+        ext_jobs,
+        input: processor_input,
     };
     let exit = std::thread::Builder::new()
         .name("processor".into())

@@ -77,7 +77,18 @@ fn emit_turn_start(rt: &Runtime, turn_index: &mut u64) {
 fn record_message(rt: &Runtime, msg: &Value) -> Option<String> {
     let mut s = rt.state.lock();
     s.messages.push(msg.clone());
-    match s.session.append_message(msg.clone()) {
+    let appended = if Role::of(msg) == Some(Role::Custom) {
+        // An extension's message is a `custom_message` entry, as pi stores it.
+        s.session.append_custom_message(
+            msg.get("customType").and_then(Value::as_str).unwrap_or_default(),
+            msg.get("content").cloned().unwrap_or(Value::Null),
+            msg.get("display").and_then(Value::as_bool).unwrap_or(true),
+            msg.get("details").cloned(),
+        )
+    } else {
+        s.session.append_message(msg.clone())
+    };
+    match appended {
         Ok(entry) => Some(entry.id().to_string()),
         Err(e) => {
             eprintln!("pi-rpc: {e}");
@@ -118,6 +129,7 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
     // compaction, before the `started` response (pi's `_prepareRun`).
     let image_options = rt.state.lock().image_options();
     crate::image::normalize_message_images(&mut user_message, &image_options);
+    let injected = before_agent_start(rt, &user_message, &cancel);
     if let Some(PromptReply(id)) = reply {
         rt.out.response(&Response::ok(
             id,
@@ -126,6 +138,7 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
         ));
     }
     let mut initial = prepare_initial(rt, user_message);
+    initial.extend(injected);
     let mut retry = RetryState::default();
     loop {
         let ll = low_level_run(rt, std::mem::take(&mut initial), &cancel, &mut retry);
@@ -209,6 +222,50 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
         }
     }
     settle(rt, &cancel);
+}
+
+/// `before_agent_start` (§A4): handlers see the prompt before the `started` response; the
+/// `custom` messages they return follow the user message, and a system prompt they set holds
+/// for this run.
+fn before_agent_start(rt: &Runtime, user_message: &Value, cancel: &CancelToken) -> Vec<Value> {
+    if !rt.ext.wants("before_agent_start") {
+        return Vec::new();
+    }
+    let content = user_message.get("content");
+    let text: String = match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    let images: Vec<Value> = match content {
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"))
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    let system_prompt = rt.state.lock().rendered_system_prompt();
+    let mut payload = serde_json::json!({
+        "type": "before_agent_start",
+        "messageType": "user",
+        "prompt": text,
+    });
+    if !images.is_empty() {
+        payload["images"] = Value::Array(images);
+    }
+    payload["systemPrompt"] = system_prompt.into();
+    payload["systemPromptOptions"] = serde_json::json!({});
+    let (messages, prompt) = rt.ext.before_agent_start(&payload, Some(cancel));
+    if let Some(p) = prompt {
+        rt.state.lock().life.set_run_system_prompt(p);
+    }
+    messages
 }
 
 /// `agent_settled`, then the waiting `abort` responses; the run is over.
@@ -537,9 +594,24 @@ fn will_retry(
 
 /// One assistant response: `message_start`, `message_update`s, `message_end`.
 fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> AssistantMessage {
+    // `context` handlers (§A4) see a copy of the messages without the system ones, and may
+    // replace them for this request.
+    let replaced = if rt.ext.wants("context") {
+        let messages: Vec<Value> = rt
+            .state
+            .lock()
+            .messages
+            .to_vec()
+            .into_iter()
+            .filter(|m| Role::of(m) != Some(Role::System))
+            .collect();
+        rt.ext.context(messages, Some(cancel))
+    } else {
+        None
+    };
     let (model, ctx, mut opts, registry) = {
         let s = rt.state.lock();
-        let (ctx, opts) = s.llm_request();
+        let (ctx, opts) = s.llm_request_with(replaced);
         (
             s.model.clone(),
             ctx,
@@ -676,8 +748,32 @@ impl AgentSession {
     /// The LLM context and options for the next request, without credentials (the caller
     /// resolves them with `registry.request_auth` after releasing the lock).
     pub fn llm_request(&self) -> (crate::llm::types::LlmContext, StreamOptions) {
-        let (system_prompt, mut messages) =
-            crate::llm::convert::convert_to_llm(&self.messages.to_vec(), &self.model);
+        self.llm_request_with(None)
+    }
+
+    /// [`AgentSession::llm_request`] with the agent messages an extension's `context` handler
+    /// returned (system messages excluded: the session's are put back first).
+    pub fn llm_request_with(
+        &self,
+        replaced: Option<Vec<Value>>,
+    ) -> (crate::llm::types::LlmContext, StreamOptions) {
+        let all = self.messages.to_vec();
+        let source = match replaced {
+            None => all,
+            Some(mut r) => {
+                let mut head: Vec<Value> = all
+                    .into_iter()
+                    .filter(|m| Role::of(m) == Some(Role::System))
+                    .collect();
+                head.append(&mut r);
+                head
+            }
+        };
+        let (mut system_prompt, mut messages) =
+            crate::llm::convert::convert_to_llm(&source, &self.model);
+        if let Some(p) = self.life.run_system_prompt() {
+            system_prompt = p.to_string();
+        }
         if self.settings.images_block_images() {
             crate::image::block_images(&mut messages);
         }

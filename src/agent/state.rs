@@ -293,6 +293,20 @@ impl AgentSession {
             .collect()
     }
 
+    /// The system prompt as the model would get it now (`before_agent_start.systemPrompt`).
+    pub fn rendered_system_prompt(&self) -> String {
+        let decls = self.active_tool_decls();
+        let sections = system_prompt::build_sections(&PromptInputs {
+            custom_prompt: self.resources.prompt.custom.as_deref(),
+            append: self.resources.prompt.append.as_deref(),
+            tools: &decls,
+            context_files: &self.resources.prompt.context_files,
+            skills: &self.resources.skills,
+            cwd: &self.cwd,
+        });
+        system_prompt::render(&sections)
+    }
+
     /// The system message the next prompt needs: a full one when the branch declares nothing
     /// yet, a patch when the prompt or tools changed, `None` otherwise.
     pub fn system_message_if_needed(&self) -> Option<Value> {

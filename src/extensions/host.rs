@@ -899,6 +899,170 @@ impl Extensions {
         current
     }
 
+    /// `input` (§A4, §A7.4): transforms chain, `handled` ends the dispatch. `images` are the
+    /// prompt's image blocks.
+    pub fn input(
+        &self,
+        text: &str,
+        images: &[Value],
+        source: &str,
+        streaming_behavior: Option<&str>,
+    ) -> InputOutcome {
+        let mut text = text.to_string();
+        let mut images = images.to_vec();
+        for (unit, awaited) in self.subscribers("input") {
+            let mut payload = json!({"type": "input", "text": text});
+            if !images.is_empty() {
+                payload["images"] = Value::Array(images.clone());
+            }
+            payload["source"] = source.into();
+            if let Some(b) = streaming_behavior {
+                payload["streamingBehavior"] = b.into();
+            }
+            let outcome = match self.send_event(&unit, awaited, &payload, None, None) {
+                None => continue,
+                Some(Err(e)) => {
+                    self.error(&unit.path, "input", e);
+                    continue;
+                }
+                Some(Ok(o)) if !o.ok => {
+                    self.error(&unit.path, "input", o.error);
+                    continue;
+                }
+                Some(Ok(o)) => o,
+            };
+            for v in handler_values(outcome.value) {
+                match v.get("action").and_then(Value::as_str) {
+                    Some("handled") => return InputOutcome::Handled,
+                    Some("transform") => {
+                        if let Some(t) = v.get("text").and_then(Value::as_str) {
+                            text = t.to_string();
+                        }
+                        if let Some(Value::Array(i)) = v.get("images") {
+                            images = i.clone();
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        InputOutcome::Continue { text, images }
+    }
+
+    /// `before_agent_start` (§A4): the messages handlers inject (as `custom` messages after the
+    /// user message) and the system prompt the last handler set for this run.
+    pub fn before_agent_start(
+        &self,
+        payload: &Value,
+        cancel: Option<&CancelToken>,
+    ) -> (Vec<Value>, Option<String>) {
+        let mut payload = payload.clone();
+        let mut messages = Vec::new();
+        let mut system_prompt = None;
+        for (unit, awaited) in self.subscribers("before_agent_start") {
+            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
+                None => continue,
+                Some(Err(e)) => {
+                    self.error(&unit.path, "before_agent_start", e);
+                    continue;
+                }
+                Some(Ok(o)) if !o.ok => {
+                    self.error(&unit.path, "before_agent_start", o.error);
+                    continue;
+                }
+                Some(Ok(o)) => o,
+            };
+            for v in handler_values(outcome.value) {
+                if let Some(m) = v.get("message").filter(|m| m.is_object()) {
+                    let mut msg = Map::new();
+                    msg.insert("role".into(), "custom".into());
+                    for key in ["customType", "content", "display", "details"] {
+                        if let Some(x) = m.get(key) {
+                            msg.insert(key.into(), x.clone());
+                        }
+                    }
+                    if !msg.contains_key("display") {
+                        msg.insert("display".into(), true.into());
+                    }
+                    msg.insert("timestamp".into(), crate::util::now_ms().into());
+                    messages.push(Value::Object(msg));
+                }
+                if let Some(p) = v.get("systemPrompt").and_then(Value::as_str) {
+                    system_prompt = Some(p.to_string());
+                    // Later handlers see the prompt as changed (§A4).
+                    payload["systemPrompt"] = p.into();
+                }
+            }
+        }
+        (messages, system_prompt)
+    }
+
+    /// `context` (§A4): the messages of the next request (system messages removed), as
+    /// replaced by handlers (`{messages}` or an in-place edit); `None` when unchanged.
+    pub fn context(&self, messages: Vec<Value>, cancel: Option<&CancelToken>) -> Option<Vec<Value>> {
+        let mut current = messages;
+        let mut changed = false;
+        for (unit, awaited) in self.subscribers("context") {
+            let payload = json!({"type": "context", "messages": current});
+            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
+                None => continue,
+                Some(Err(e)) => {
+                    self.error(&unit.path, "context", e);
+                    continue;
+                }
+                Some(Ok(o)) if !o.ok => {
+                    self.error(&unit.path, "context", o.error);
+                    continue;
+                }
+                Some(Ok(o)) => o,
+            };
+            if let Some(Value::Array(m)) = outcome.mutated.as_ref().and_then(|m| m.get("messages")) {
+                current = m.clone();
+                changed = true;
+            }
+            for v in handler_values(outcome.value) {
+                if let Some(Value::Array(m)) = v.get("messages") {
+                    current = m.clone();
+                    changed = true;
+                }
+            }
+        }
+        changed.then_some(current)
+    }
+
+    /// `user_bash` (§A4, §B14): the first valid `{result}` is the `bash` command's response
+    /// data; a throw or an invalid shape fails the command with the message (after an
+    /// `extension_error`). `Ok(None)`: no handler answered, the command runs.
+    pub fn user_bash(&self, payload: &Value) -> Result<Option<Value>, String> {
+        for (unit, awaited) in self.subscribers("user_bash") {
+            let outcome = match self.send_event(&unit, awaited, payload, None, None) {
+                None => continue,
+                Some(Err(e)) => {
+                    self.error(&unit.path, "user_bash", e.clone());
+                    return Err(e);
+                }
+                Some(Ok(o)) if !o.ok => {
+                    self.error(&unit.path, "user_bash", o.error.clone());
+                    return Err(o.error);
+                }
+                Some(Ok(o)) => o,
+            };
+            for v in handler_values(outcome.value) {
+                match v.get("result") {
+                    Some(r) if valid_bash_result(r) => return Ok(Some(r.clone())),
+                    _ => {
+                        let e = "user_bash handler returned an invalid result (pi-rpc supports \
+                                 {result: {output, exitCode, cancelled, truncated}} only)"
+                            .to_string();
+                        self.error(&unit.path, "user_bash", e.clone());
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// `session_start` then `resources_discover` (§A4, §A7.1).
     pub fn session_start(&self, reason: &str, previous_file: Option<&str>) {
         let mut payload = json!({"type": "session_start", "reason": reason});
@@ -989,6 +1153,23 @@ impl Extensions {
             }
         });
     }
+}
+
+/// What `input` handlers decided.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum InputOutcome {
+    /// Go on with this text and these image blocks.
+    Continue { text: String, images: Vec<Value> },
+    /// A handler took the input: the command answers `disposition:"handled"`.
+    Handled,
+}
+
+/// The RPC `bash` response shape a `user_bash` `{result}` must have.
+fn valid_bash_result(r: &Value) -> bool {
+    r.get("output").is_some_and(Value::is_string)
+        && r.get("cancelled").is_some_and(Value::is_boolean)
+        && r.get("truncated").is_some_and(Value::is_boolean)
+        && r.get("exitCode").is_some_and(|c| c.is_number() || c.is_null())
 }
 
 /// A unit's `value`: one handler's result, or an array of several handlers' results (§B6).
