@@ -793,6 +793,14 @@ impl Extensions {
         results
     }
 
+    /// Like [`Extensions::emit`], stopping at the first result with a truthy `cancel`
+    /// (`session_before_*`); the results so far, the cancelling one last.
+    pub fn emit_until_cancel(&self, payload: &Value, cancel: Option<&CancelToken>) -> Vec<Value> {
+        self.emit_until(payload, cancel, None, |v| {
+            v.get("cancel").is_some_and(crate::js::value::js_truthy)
+        })
+    }
+
     /// A `session_before_*` event: true when a handler cancelled (§A4).
     pub fn emit_cancellable(&self, payload: &Value) -> bool {
         let results = self.emit_until(payload, None, None, |v| {
