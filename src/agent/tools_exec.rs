@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::runtime::Runtime;
 use crate::cancel::CancelToken;
-use crate::extensions::host::{Gate, ResultPatch};
+use crate::extensions::dispatch::{Gate, ResultPatch};
 use crate::llm::types::ContentBlock;
 use crate::protocol::message::ToolResultMessage;
 use crate::protocol::Event;

@@ -17,7 +17,7 @@ use crate::agent::session_ops::SessionOp;
 use crate::agent::state::{AutoSetting, PromptStart};
 use crate::agent::AgentSession;
 use crate::cancel::CancelToken;
-use crate::extensions::host::InputOutcome;
+use crate::extensions::dispatch::InputOutcome;
 use crate::output::Output;
 use crate::protocol::command::{Command, Incoming};
 use crate::protocol::message::BashExecutionMessage;
