@@ -147,7 +147,9 @@ fn patch_result(
     if let Some(e) = patch.is_error {
         f.is_error = e;
     }
-    let error_flag = f.result.get("isError").is_some() || patch.is_error.is_some();
+    // pi rebuilds the result from content, details and structuredContent: `isError` stays
+    // only where the tool's own result had it (bash's non-zero exit).
+    let error_flag = f.result.get("isError").is_some();
     let structured = match patch.structured_content {
         Some(s) => s,
         None => f.result.get("structuredContent").cloned(),

@@ -381,8 +381,9 @@ impl Extensions {
                 match v.get("result") {
                     Some(r) if valid_bash_result(r) => return Ok(Some(r.clone())),
                     _ => {
-                        let e = "user_bash handler returned an invalid result (pi-rpc supports \
-                                 {result: {output, exitCode, cancelled, truncated}} only)"
+                        // pi's text; `{operations}` is not offered (§B14) and answers so too.
+                        let e = "Invalid user_bash handler result: return undefined for local \
+                                 execution or exactly one valid { operations } or { result } object"
                             .to_string();
                         self.error(&unit.path, "user_bash", e.clone());
                         return Err(e);
@@ -431,13 +432,15 @@ pub(crate) enum InputOutcome {
     Handled,
 }
 
-/// The RPC `bash` response shape a `user_bash` `{result}` must have.
+/// The RPC `bash` response shape a `user_bash` `{result}` must have (pi's
+/// `isUserBashEventResult`: `exitCode` present and a number, since JSON has no `undefined`;
+/// `fullOutputPath` absent or a string).
 pub(super) fn valid_bash_result(r: &Value) -> bool {
     r.get("output").is_some_and(Value::is_string)
+        && r.get("exitCode").is_some_and(Value::is_number)
         && r.get("cancelled").is_some_and(Value::is_boolean)
         && r.get("truncated").is_some_and(Value::is_boolean)
-        && r.get("exitCode")
-            .is_some_and(|c| c.is_number() || c.is_null())
+        && r.get("fullOutputPath").is_none_or(Value::is_string)
 }
 
 /// A unit's `value`: one handler's result, or an array of several handlers' results (§B6).
