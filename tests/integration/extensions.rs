@@ -1982,3 +1982,99 @@ fn protocol_errors_and_error_messages_become_extension_errors_and_the_extension_
 fn subset(pattern: Value, v: &Value) -> bool {
     crate::support::agent::subset_match(&pattern, v)
 }
+
+// ------------------------------------------------------------------------------ more dialogs
+
+#[test]
+fn dialog_answers_resolve_as_pi_resolves_them() {
+    // §A6: confirm takes only `confirmed` (a `value` gives false); select/input/editor take
+    // `value` unchecked ("" stays ""); `cancelled` gives the default; an unknown id is ignored.
+    let Some(py) = python("dialog_answers_resolve_as_pi_resolves_them") else {
+        return;
+    };
+    let mut a = python_extension(
+        Agent::builder(),
+        &py,
+        "asker",
+        r#"
+        def initialize(msg):
+            return {"commands": [{"name": "ask"}]}
+
+        def on_command(name, args, scope):
+            c = call(scope, "ui.confirm", title="Sure?", message="really")
+            i = call(scope, "ui.input", title="Name?")
+            s = call(scope, "ui.select", title="Pick", options=["a", "b"])
+            e = call(scope, "ui.editor", title="Edit", prefill="draft")
+            fire(scope, "ui.notify", message="%r %r %r %r" % (c, i, s, e))
+        "#,
+    )
+    .spawn();
+    a.request("st", json!({"type": "get_state"}));
+    let from = a.records.len();
+    a.send(json!({"id": "c1", "type": "prompt", "message": "/ask"}));
+    let confirm = a.wait_for(json!({"type": "extension_ui_request", "method": "confirm"}));
+    a.send(json!({"type": "extension_ui_response", "id": "no-such-dialog", "confirmed": true}));
+    a.send(json!({"type": "extension_ui_response", "id": ui_id(&confirm), "value": "yes"}));
+    let input = a.wait_for(json!({"type": "extension_ui_request", "method": "input"}));
+    a.send(json!({"type": "extension_ui_response", "id": ui_id(&input), "value": ""}));
+    let select = a.wait_for(json!({"type": "extension_ui_request", "method": "select"}));
+    a.send(json!({"type": "extension_ui_response", "id": ui_id(&select), "value": "zzz"}));
+    let editor = a.wait_for(json!({"type": "extension_ui_request", "method": "editor"}));
+    a.send(json!({"type": "extension_ui_response", "id": ui_id(&editor), "cancelled": true}));
+    a.response("c1");
+    assert_eq!(
+        view(&a.records[from..]),
+        [
+            ui("confirm", json!({"title": "Sure?", "message": "really"})),
+            ui("input", json!({"title": "Name?"})),
+            ui("select", json!({"title": "Pick", "options": ["a", "b"]})),
+            ui("editor", json!({"title": "Edit", "prefill": "draft"})),
+            ui("notify", json!({"message": "False '' 'zzz' None"})),
+            json!("response:c1"),
+        ]
+    );
+}
+
+#[test]
+fn a_handler_timeout_treats_a_slow_handler_as_thrown() {
+    // Deviation C1.4 (opt-in): `piRpc.extensionHandlerTimeoutMs`.
+    let Some(py) = python("a_handler_timeout_treats_a_slow_handler_as_thrown") else {
+        return;
+    };
+    let mock = MockLlm::start(json!({"replies": [text_reply("Hi.")]}));
+    let mut settings = crate::support::run::fast_settings();
+    settings["piRpc"] = json!({"extensionHandlerTimeoutMs": 300});
+    let mut agent = python_extension(
+        agent_for(&mock).settings(settings),
+        &py,
+        "slow",
+        r#"
+        def initialize(msg):
+            return {"subscriptions": [{"event": "turn_start"}]}
+
+        def on_event(event, scope):
+            time.sleep(3)
+        "#,
+    )
+    .spawn();
+    let path = unit_path(&agent, "slow");
+    let started = Instant::now();
+    let recs = run_prompt(&mut agent, "p1", "hi");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_window(
+        &view(&recs),
+        &[
+            json!("agent_start"),
+            ext_error(
+                &path,
+                "turn_start",
+                "Extension handler timed out after 300 ms",
+            ),
+            json!("turn_start"),
+        ],
+    );
+}
