@@ -193,6 +193,7 @@ fn run_bash_tool(
             details,
             structured_content: structured,
             is_error: true,
+            terminate: false,
         });
     }
     Ok(ToolOutput {
@@ -200,6 +201,7 @@ fn run_bash_tool(
         details,
         structured_content: structured,
         is_error: false,
+        terminate: false,
     })
 }
 
@@ -807,6 +809,7 @@ mod tests {
     fn run_with(args: Value, cancel: &CancelToken, cwd: &Path, temp: &Path) -> Run {
         let ctx = ToolContext {
             cwd,
+            call_id: "call",
             cancel,
             shell_path: None,
             shell_command_prefix: None,

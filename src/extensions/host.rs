@@ -1,0 +1,797 @@
+//! The extension host (`extensions.md` Part B): the units in load order with their
+//! registrations, start-up and the `initialize` handshake, waiting for a request's result
+//! (with cancellation and deadlines), session replacement and shutdown.
+//!
+//! The rest of the host's methods live by concern: `dispatch` (events with pi's combination
+//! rules), `commands`, `ext_tool` (extension tools) and `calls` (what extensions ask of pi-rpc).
+//! Dispatch runs on the thread that reaches the event and waits for each subscribed unit in
+//! load order, without holding the state lock.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, select};
+use parking_lot::Mutex;
+use serde_json::{json, Map, Value};
+
+use super::discovery::{Source, Unit as FoundUnit, UnitKind};
+use super::manifest::{self, Launch};
+use super::process::{ExtProcess, Inbox, Outcome, Reply, Waiter};
+use super::ui::Dialogs;
+use super::LoadFailure;
+use crate::cancel::CancelToken;
+use crate::output::Output;
+use crate::protocol::command::UiResponse;
+use crate::protocol::Event;
+
+/// How long a cancelled request's result is waited for (§B11).
+const CANCEL_GRACE: Duration = Duration::from_millis(1000);
+/// The total time `session_shutdown` handlers get at exit (§B3).
+const SHUTDOWN_BUDGET: Duration = Duration::from_millis(3000);
+/// Each step of stopping a process: stdin closed, SIGTERM, SIGKILL (§B3).
+const STOP_GRACE: Duration = Duration::from_millis(1000);
+
+/// The calls of §B7 that read or change the session, performed by the RPC layer.
+pub(crate) trait Actions: Send + Sync {
+    /// Performs `method`; `Err` answers the call with `ok:false` and that message.
+    fn call(&self, method: &str, params: &Value) -> Result<Value, String>;
+}
+
+/// Settings of the host.
+#[derive(Clone, Debug)]
+pub(crate) struct HostOptions {
+    pub cwd: std::path::PathBuf,
+    pub agent_dir: std::path::PathBuf,
+    /// `piRpc.extensionStartupTimeoutMs` (default 10000).
+    pub startup_timeout: Duration,
+    /// `piRpc.extensionHandlerTimeoutMs` (0 = none).
+    pub handler_timeout: Option<Duration>,
+    /// `--no-extensions` drops the built-in commands; `--no-mcp` drops `/mcp`.
+    pub builtin_llama: bool,
+    pub builtin_mcp: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Subscription {
+    pub(super) event: String,
+    pub(super) awaited: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct CommandReg {
+    pub name: String,
+    pub description: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct ToolReg {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    pub prompt_snippet: Option<String>,
+    pub prompt_guidelines: Vec<String>,
+    pub default_active: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct FlagReg {
+    pub name: String,
+    pub string: bool,
+    pub default: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(super) struct Registrations {
+    pub(super) subscriptions: Vec<Subscription>,
+    pub(super) commands: Vec<CommandReg>,
+    pub(super) tools: Vec<ToolReg>,
+    pub(super) flags: Vec<FlagReg>,
+}
+
+/// One extension unit.
+pub(crate) struct Unit {
+    /// The unit path (a manifest's absolute path), as `extension_error` and `sourceInfo` name it.
+    pub path: String,
+    pub(super) source_info: Value,
+    pub(super) launch: Launch,
+    pub(super) proc: Mutex<Option<Arc<ExtProcess>>>,
+    pub(super) regs: Mutex<Registrations>,
+}
+
+impl Unit {
+    pub(super) fn process(&self) -> Option<Arc<ExtProcess>> {
+        self.proc.lock().clone()
+    }
+
+    pub(super) fn alive_process(&self) -> Option<Arc<ExtProcess>> {
+        self.process().filter(|p| p.is_alive())
+    }
+
+    pub(super) fn subscription(&self, event: &str) -> Option<bool> {
+        self.regs
+            .lock()
+            .subscriptions
+            .iter()
+            .find(|s| s.event == event)
+            .map(|s| s.awaited)
+    }
+}
+
+/// A built-in command (§B2): pi's `llama` and `mcp` extension commands, served natively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Builtin {
+    Llama,
+    Mcp,
+}
+
+impl Builtin {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Builtin::Llama => "llama",
+            Builtin::Mcp => "mcp",
+        }
+    }
+    pub(super) fn description(self) -> &'static str {
+        match self {
+            Builtin::Llama => "Manage llama.cpp router models",
+            Builtin::Mcp => {
+                "Manage MCP servers: sign in, reconnect, enable or disable, and change exposure"
+            }
+        }
+    }
+    pub(super) fn path(self) -> &'static str {
+        match self {
+            Builtin::Llama => "builtin:llama.cpp",
+            Builtin::Mcp => "builtin:mcp",
+        }
+    }
+}
+
+/// The extension host.
+pub struct Extensions {
+    pub(super) units: Vec<Arc<Unit>>,
+    pub(super) builtins: Vec<Builtin>,
+    pub(super) dialogs: Arc<Dialogs>,
+    pub(super) out: Output,
+    pub(super) opts: HostOptions,
+    pub(super) actions: Mutex<Option<Arc<dyn Actions>>>,
+    /// Commands waiting for their result, by (process, request id): their deferred
+    /// `sendUserMessage` calls run after the `handled` response.
+    pub(super) command_scopes: Mutex<HashMap<(usize, String), Vec<Value>>>,
+    /// Set while processes are deliberately stopped: their end is not an error.
+    pub(super) stopping: AtomicBool,
+    /// Set while units initialize: an exit then is that unit's load failure (start-up) or
+    /// its `initialize` error (a replacement), not a `process` error.
+    pub(super) initializing: AtomicBool,
+    pub(super) me: Weak<Extensions>,
+}
+
+/// The extensions of a run without any: dispatch costs one check.
+impl Extensions {
+    pub(crate) fn none(out: Output) -> Arc<Extensions> {
+        Self::with_units(Vec::new(), Vec::new(), out, HostOptions::inert())
+    }
+
+    pub(super) fn with_units(
+        units: Vec<Arc<Unit>>,
+        builtins: Vec<Builtin>,
+        out: Output,
+        opts: HostOptions,
+    ) -> Arc<Extensions> {
+        Arc::new_cyclic(|me| Extensions {
+            units,
+            builtins,
+            dialogs: Dialogs::new(out.clone()),
+            out,
+            opts,
+            actions: Mutex::new(None),
+            command_scopes: Mutex::new(HashMap::new()),
+            stopping: AtomicBool::new(false),
+            initializing: AtomicBool::new(false),
+            me: me.clone(),
+        })
+    }
+
+    /// Whether any extension unit is configured.
+    pub fn is_empty(&self) -> bool {
+        self.units.is_empty()
+    }
+
+    /// Installs the session-side actions (set once RPC mode has its state).
+    pub(crate) fn set_actions(&self, actions: Arc<dyn Actions>) {
+        *self.actions.lock() = Some(actions);
+    }
+
+    /// A client's `extension_ui_response` (called by the stdin reader).
+    pub fn ui_response(&self, r: &UiResponse) {
+        self.dialogs.answer(r);
+    }
+
+    pub(super) fn error(&self, path: &str, event: &str, error: String) {
+        self.out.event(&Event::ExtensionError {
+            extension_path: path.to_string(),
+            event: event.to_string(),
+            error,
+        });
+    }
+
+    pub(super) fn unit_of(&self, proc: &Arc<ExtProcess>) -> Option<Arc<Unit>> {
+        self.units
+            .iter()
+            .find(|u| u.process().is_some_and(|p| Arc::ptr_eq(&p, proc)))
+            .cloned()
+    }
+}
+
+impl HostOptions {
+    pub(super) fn inert() -> HostOptions {
+        HostOptions {
+            cwd: std::path::PathBuf::from("/"),
+            agent_dir: std::path::PathBuf::from("/"),
+            startup_timeout: Duration::from_millis(10_000),
+            handler_timeout: None,
+            builtin_llama: false,
+            builtin_mcp: false,
+        }
+    }
+}
+
+/// `sourceInfo` of a unit (§A2).
+pub(super) fn source_info(unit: &FoundUnit, opts: &HostOptions) -> Value {
+    let path = unit.path.to_string_lossy().into_owned();
+    match unit.source {
+        Source::Cli => {
+            json!({"path": path, "source": "cli", "scope": "temporary", "origin": "top-level"})
+        }
+        Source::ProjectSettings => {
+            json!({"path": path, "source": "local", "scope": "project", "origin": "top-level"})
+        }
+        Source::UserSettings => {
+            json!({"path": path, "source": "local", "scope": "user", "origin": "top-level"})
+        }
+        Source::ProjectFolder => json!({
+            "path": path, "source": "auto", "scope": "project", "origin": "top-level",
+            "baseDir": opts.cwd.join(".pi").to_string_lossy(),
+        }),
+        Source::UserFolder => json!({
+            "path": path, "source": "auto", "scope": "user", "origin": "top-level",
+            "baseDir": opts.agent_dir.to_string_lossy(),
+        }),
+        Source::Package => {
+            json!({"path": path, "source": "local", "scope": "user", "origin": "package"})
+        }
+    }
+}
+
+/// How a unit starts, or why it cannot (§B2).
+pub(super) fn launch_of(unit: &FoundUnit) -> Result<Launch, String> {
+    match unit.kind {
+        UnitKind::Manifest => manifest::read(&unit.path),
+        UnitKind::Executable => Ok(Launch {
+            argv: vec![unit.path.to_string_lossy().into_owned()],
+            env: Vec::new(),
+        }),
+        UnitKind::Node => Err(
+            "TypeScript/JavaScript extensions need the Node extension host \
+             (set piRpc.nodeExtensionHost in settings.json or PI_RPC_NODE_EXTENSION_HOST=1)"
+                .into(),
+        ),
+        UnitKind::Package => {
+            Err("extension packages (the packages setting) are not supported by pi-rpc yet".into())
+        }
+        UnitKind::Other => Err(
+            "not an extension pi-rpc can run (expected a *.ext.json manifest or an executable)"
+                .into(),
+        ),
+    }
+}
+
+impl Extensions {
+    /// Starts and initializes every unit in load order (§B3, §B5). A failure stops start-up.
+    pub(crate) fn start(
+        found: Vec<FoundUnit>,
+        opts: HostOptions,
+        out: Output,
+    ) -> Result<Arc<Extensions>, LoadFailure> {
+        let mut units = Vec::new();
+        for f in &found {
+            let path = f.path.to_string_lossy().into_owned();
+            let launch = launch_of(f).map_err(|e| LoadFailure {
+                path: path.clone(),
+                message: format!("Failed to load extension: {e}"),
+            })?;
+            units.push(Arc::new(Unit {
+                source_info: source_info(f, &opts),
+                path,
+                launch,
+                proc: Mutex::new(None),
+                regs: Mutex::new(Registrations::default()),
+            }));
+        }
+        let mut builtins = Vec::new();
+        if opts.builtin_llama {
+            builtins.push(Builtin::Llama);
+        }
+        if opts.builtin_mcp {
+            builtins.push(Builtin::Mcp);
+        }
+        let host = Self::with_units(units, builtins, out, opts);
+        // Every process first, then the handshakes in unit order.
+        for unit in &host.units {
+            if let Err(e) = host.spawn_unit(unit) {
+                host.stop_all();
+                return Err(LoadFailure {
+                    path: unit.path.clone(),
+                    message: format!("Failed to load extension: {e}"),
+                });
+            }
+        }
+        host.initializing.store(true, Ordering::SeqCst);
+        for unit in &host.units {
+            if let Err(e) = host.initialize(unit, "startup") {
+                host.stop_all();
+                return Err(LoadFailure {
+                    path: unit.path.clone(),
+                    message: format!("Failed to load extension: {e}"),
+                });
+            }
+        }
+        host.initializing.store(false, Ordering::SeqCst);
+        Ok(host)
+    }
+
+    pub(super) fn spawn_unit(&self, unit: &Arc<Unit>) -> Result<(), String> {
+        let inbox: Arc<dyn Inbox> = match self.me.upgrade() {
+            Some(me) => me,
+            None => return Err("the extension host is gone".into()),
+        };
+        let proc = ExtProcess::spawn(
+            &unit.path,
+            &unit.launch.argv,
+            &unit.launch.env,
+            &self.opts.cwd,
+            inbox,
+        )?;
+        *unit.proc.lock() = Some(proc);
+        Ok(())
+    }
+
+    /// The `initialize` handshake; the unit's registrations are replaced by the answer's.
+    pub(super) fn initialize(&self, unit: &Arc<Unit>, reason: &str) -> Result<(), String> {
+        let Some(proc) = unit.process() else {
+            return Err("extension process is not running".into());
+        };
+        let mut fields = Map::new();
+        fields.insert("protocol".into(), manifest::PROTOCOL.into());
+        fields.insert("reason".into(), reason.into());
+        fields.insert(
+            "host".into(),
+            json!({"name": "pi-rpc", "version": env!("CARGO_PKG_VERSION")}),
+        );
+        fields.insert("mode".into(), "rpc".into());
+        fields.insert("hasUI".into(), true.into());
+        fields.insert("cwd".into(), self.opts.cwd.to_string_lossy().into());
+        fields.insert(
+            "agentDir".into(),
+            self.opts.agent_dir.to_string_lossy().into(),
+        );
+        fields.insert("units".into(), json!([{ "ext": unit.path }]));
+        let timeout = self.opts.startup_timeout;
+        let outcome = self
+            .wait(
+                &proc,
+                "initialize",
+                fields,
+                None,
+                Some(timeout),
+                &mut |_| {},
+            )
+            .map_err(|e| match e {
+                WaitError::Gone(text) => format!("{text} before initialize"),
+                WaitError::TimedOut => {
+                    format!("no initialize result within {} ms", timeout.as_millis())
+                }
+                WaitError::Aborted => "initialize was cancelled".into(),
+                WaitError::Unavailable(text) => text,
+            })?;
+        if !outcome.ok {
+            return Err(outcome.error);
+        }
+        let units = outcome
+            .value
+            .get("units")
+            .and_then(Value::as_array)
+            .ok_or("malformed initialize result: no \"units\" array")?;
+        let answer = units
+            .iter()
+            .find(|u| u.get("ext").and_then(Value::as_str) == Some(unit.path.as_str()))
+            .or_else(|| (units.len() == 1).then(|| &units[0]))
+            .ok_or_else(|| format!("malformed initialize result: no unit {}", unit.path))?;
+        if let Some(e) = answer.get("error") {
+            return Err(crate::js::value::js_template(Some(e)));
+        }
+        let mut regs = Registrations::default();
+        add_registrations(&mut regs, answer);
+        *unit.regs.lock() = regs;
+        Ok(())
+    }
+
+    /// The process groups of the running extension processes.
+    pub fn process_groups(&self) -> Vec<i32> {
+        self.units
+            .iter()
+            .filter_map(|u| u.alive_process().map(|p| p.pgid()))
+            .collect()
+    }
+
+    /// Kills every process at once (a failed start-up).
+    pub(crate) fn stop_all(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for u in &self.units {
+            if let Some(p) = u.process() {
+                p.kill();
+            }
+        }
+    }
+
+    /// The extension flags registered by the units, for matching held CLI options (§A2).
+    pub(crate) fn flags(&self) -> Vec<(Arc<Unit>, FlagReg)> {
+        let mut out = Vec::new();
+        for u in &self.units {
+            for f in u.regs.lock().flags.clone() {
+                out.push((Arc::clone(u), f));
+            }
+        }
+        out
+    }
+
+    /// Sends each unit with flags its values (§B5), before `session_start`.
+    pub(crate) fn send_flags(&self, given: &[(String, Value)]) {
+        for u in &self.units {
+            let flags = u.regs.lock().flags.clone();
+            if flags.is_empty() {
+                continue;
+            }
+            let mut values = Map::new();
+            for f in flags {
+                let v = given
+                    .iter()
+                    .find(|(n, _)| *n == f.name)
+                    .map(|(_, v)| v.clone())
+                    .or(f.default.clone());
+                if let Some(v) = v {
+                    values.insert(f.name.clone(), v);
+                }
+            }
+            if let Some(p) = u.alive_process() {
+                let mut fields = Map::new();
+                fields.insert("ext".into(), u.path.clone().into());
+                fields.insert("values".into(), Value::Object(values));
+                p.notify("flags", fields);
+            }
+        }
+    }
+}
+
+/// Reads registrations (`initialize` unit answer or `register` message) into `regs`: lists
+/// append; a command or tool of an existing name replaces it in place.
+pub(super) fn add_registrations(regs: &mut Registrations, v: &Value) {
+    let items = |key: &str| {
+        v.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for s in items("subscriptions") {
+        let Some(event) = s.get("event").and_then(Value::as_str) else {
+            continue;
+        };
+        let awaited = s.get("await").and_then(Value::as_bool).unwrap_or(true);
+        match regs.subscriptions.iter_mut().find(|x| x.event == event) {
+            Some(x) => x.awaited |= awaited,
+            None => regs.subscriptions.push(Subscription {
+                event: event.to_string(),
+                awaited,
+            }),
+        }
+    }
+    for c in items("commands") {
+        let Some(name) = c.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let reg = CommandReg {
+            name: name.to_string(),
+            description: c
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        };
+        match regs.commands.iter_mut().find(|x| x.name == name) {
+            Some(x) => *x = reg,
+            None => regs.commands.push(reg),
+        }
+    }
+    for t in items("tools") {
+        let Some(name) = t.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let reg = ToolReg {
+            name: name.to_string(),
+            description: t
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            parameters: t
+                .get("parameters")
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+            prompt_snippet: t
+                .get("promptSnippet")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            prompt_guidelines: t
+                .get("promptGuidelines")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            default_active: t
+                .get("defaultActive")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+        };
+        match regs.tools.iter_mut().find(|x| x.name == name) {
+            Some(x) => *x = reg,
+            None => regs.tools.push(reg),
+        }
+    }
+    for f in items("flags") {
+        let Some(name) = f.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        regs.flags.push(FlagReg {
+            name: name.to_string(),
+            string: f.get("type").and_then(Value::as_str) == Some("string"),
+            default: f.get("default").cloned(),
+        });
+    }
+}
+
+/// Why waiting for a request's result ended without one.
+#[derive(Debug)]
+pub(super) enum WaitError {
+    /// The process ended (the text says how).
+    Gone(String),
+    /// The request could not be sent.
+    Unavailable(String),
+    /// The run was aborted and the grace period passed.
+    Aborted,
+    /// The deadline passed (start-up, shutdown or the handler timeout).
+    TimedOut,
+}
+
+impl WaitError {
+    pub(super) fn text(&self, timeout: Option<Duration>) -> String {
+        match self {
+            WaitError::Gone(t) | WaitError::Unavailable(t) => t.clone(),
+            WaitError::Aborted => "Operation aborted".into(),
+            WaitError::TimedOut => format!(
+                "Extension handler timed out after {} ms",
+                timeout.map_or(0, |t| t.as_millis())
+            ),
+        }
+    }
+}
+
+impl Extensions {
+    /// Sends a request and waits for its result. `cancel` (the run's token) sends `cancel`,
+    /// dismisses the request's dialogs and waits [`CANCEL_GRACE`] more; `deadline` bounds the
+    /// wait (the clock stops while a dialog of the request waits for the client, §B11).
+    pub(super) fn wait(
+        &self,
+        proc: &Arc<ExtProcess>,
+        kind: &str,
+        fields: Map<String, Value>,
+        cancel: Option<&CancelToken>,
+        timeout: Option<Duration>,
+        on_update: &mut dyn FnMut(Value),
+    ) -> Result<Outcome, WaitError> {
+        let (tx, rx) = bounded::<Reply>(64);
+        let id = match proc.request(kind, fields, Waiter::Channel(tx)) {
+            Ok(id) => id,
+            Err((text, _)) => return Err(WaitError::Unavailable(text)),
+        };
+        // Without a token the channel stays open (and silent) for the whole wait.
+        let (cancel_tx, cancel_rx) = bounded::<()>(1);
+        let hook_tx = cancel_tx.clone();
+        let _hook = cancel.map(|c| {
+            c.on_cancel(move || {
+                let _ = hook_tx.try_send(());
+            })
+        });
+        let _keep_open = cancel_tx;
+        let mut deadline = timeout.map(|t| Instant::now() + t);
+        let mut cancelled_at: Option<Instant> = None;
+        loop {
+            let limit = match (deadline, cancelled_at) {
+                (_, Some(at)) => Some(at + CANCEL_GRACE),
+                (d, None) => d,
+            };
+            let wait_for = limit.map(|l| l.saturating_duration_since(Instant::now()));
+            let never = crossbeam_channel::never::<()>();
+            let cancel_channel = if cancelled_at.is_none() {
+                &cancel_rx
+            } else {
+                &never
+            };
+            let timer = match wait_for {
+                Some(d) => crossbeam_channel::after(d),
+                None => crossbeam_channel::never(),
+            };
+            select! {
+                recv(rx) -> msg => match msg {
+                    Ok(Reply::Done(o)) => return Ok(o),
+                    Ok(Reply::Update(v)) => on_update(v),
+                    Ok(Reply::Gone(t)) => return Err(WaitError::Gone(t)),
+                    Err(_) => return Err(WaitError::Gone(proc.end_text().unwrap_or_default())),
+                },
+                recv(cancel_channel) -> _ => {
+                    cancelled_at = Some(Instant::now());
+                    let mut f = Map::new();
+                    f.insert("id".into(), id.clone().into());
+                    proc.notify("cancel", f);
+                    self.dialogs.dismiss_scope(proc, &id);
+                },
+                recv(timer) -> _ => {
+                    if cancelled_at.is_some() {
+                        proc.forget(&id);
+                        return Err(WaitError::Aborted);
+                    }
+                    if kind != "initialize" && self.dialogs.has_scope(proc, &id) {
+                        // A person is deciding: the handler's clock stands still.
+                        deadline = Some(Instant::now() + Duration::from_millis(50));
+                        continue;
+                    }
+                    let mut f = Map::new();
+                    f.insert("id".into(), id.clone().into());
+                    proc.notify("cancel", f);
+                    self.dialogs.dismiss_scope(proc, &id);
+                    proc.forget(&id);
+                    return Err(WaitError::TimedOut);
+                },
+            }
+        }
+    }
+}
+
+impl Extensions {
+    /// `session_start` then `resources_discover` (§A4, §A7.1).
+    pub fn session_start(&self, reason: &str, previous_file: Option<&str>) {
+        let mut payload = json!({"type": "session_start", "reason": reason});
+        if let Some(p) = previous_file {
+            payload["previousSessionFile"] = p.into();
+        }
+        self.emit(&payload, None);
+        let discover_reason = if reason == "reload" {
+            "reload"
+        } else {
+            "startup"
+        };
+        self.emit(
+            &json!({"type": "resources_discover", "cwd": self.opts.cwd.to_string_lossy(),
+                    "reason": discover_reason}),
+            None,
+        );
+    }
+
+    /// The first half of a session replacement (§A7.7): `session_shutdown{reason}` handlers,
+    /// before the old session is replaced.
+    pub fn end_runtime(&self, reason: &str, target: Option<&str>) {
+        if self.units.is_empty() {
+            return;
+        }
+        let mut payload = json!({"type": "session_shutdown", "reason": reason});
+        if let Some(t) = target {
+            payload["targetSessionFile"] = t.into();
+        }
+        self.emit(&payload, None);
+    }
+
+    /// The second half (§B3): a fresh runtime in every unit (dead processes started again,
+    /// then `initialize` with the new `reason`), then `session_start{reason}`.
+    pub fn start_runtime(&self, reason: &str, previous_file: Option<&str>) {
+        if self.units.is_empty() {
+            return;
+        }
+        self.initializing.store(true, Ordering::SeqCst);
+        for unit in &self.units {
+            if unit.alive_process().is_none() {
+                if let Some(old) = unit.process() {
+                    old.kill();
+                }
+                if let Err(e) = self.spawn_unit(unit) {
+                    self.error(&unit.path, "initialize", e);
+                    continue;
+                }
+            }
+            if let Err(e) = self.initialize(unit, reason) {
+                self.error(&unit.path, "initialize", e);
+                if let Some(p) = unit.process() {
+                    self.stopping.store(true, Ordering::SeqCst);
+                    p.kill();
+                    self.stopping.store(false, Ordering::SeqCst);
+                }
+            }
+        }
+        self.initializing.store(false, Ordering::SeqCst);
+        self.session_start(reason, previous_file);
+    }
+
+    /// stdin ended (§B3, §A7.9): pending dialogs resolve to their defaults, the
+    /// `session_shutdown{quit}` handlers run (at most [`SHUTDOWN_BUDGET`] in all), then every
+    /// process is stopped: stdin closed, SIGTERM, SIGKILL of its group.
+    pub fn shutdown(&self) {
+        self.dialogs.close();
+        if self.units.is_empty() {
+            return;
+        }
+        let deadline = Instant::now() + SHUTDOWN_BUDGET;
+        let payload = json!({"type": "session_shutdown", "reason": "quit"});
+        for (unit, awaited) in self.subscribers("session_shutdown") {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.send_event(&unit, awaited, &payload, None, Some(left)) {
+                Some(Err(e)) => self.error(&unit.path, "session_shutdown", e),
+                Some(Ok(o)) if !o.ok => self.error(&unit.path, "session_shutdown", o.error),
+                _ => {}
+            }
+        }
+        self.stopping.store(true, Ordering::SeqCst);
+        std::thread::scope(|s| {
+            for unit in &self.units {
+                if let Some(p) = unit.process() {
+                    s.spawn(move || p.terminate(STOP_GRACE));
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    pub(super) fn registrations_append_and_replace_by_name() {
+        let mut regs = Registrations::default();
+        add_registrations(
+            &mut regs,
+            &json!({"subscriptions":[{"event":"tool_call"},{"event":"message_update","await":false}],
+                    "commands":[{"name":"a","description":"one"},{"name":"b"}]}),
+        );
+        add_registrations(
+            &mut regs,
+            &json!({"commands":[{"name":"a","description":"two"}],"tools":[{"name":"t"}]}),
+        );
+        let names: Vec<_> = regs
+            .commands
+            .iter()
+            .map(|c| (c.name.as_str(), c.description.as_deref()))
+            .collect();
+        assert_eq!(names, [("a", Some("two")), ("b", None)]);
+        assert!(!regs.subscriptions[1].awaited);
+        assert_eq!(
+            regs.tools[0].parameters,
+            json!({"type":"object","properties":{}})
+        );
+    }
+}
