@@ -330,11 +330,11 @@ impl Extensions {
         }
         host.initializing.store(true, Ordering::SeqCst);
         for unit in &host.units {
-            if let Err(e) = host.initialize(unit, "startup") {
+            if let Err(message) = host.initialize(unit, "startup") {
                 host.stop_all();
                 return Err(LoadFailure {
                     path: unit.path.clone(),
-                    message: format!("Failed to load extension: {e}"),
+                    message,
                 });
             }
         }
@@ -359,9 +359,19 @@ impl Extensions {
     }
 
     /// The `initialize` handshake; the unit's registrations are replaced by the answer's.
+    /// The error is the whole message after `Failed to load extension "<path>": `: pi-rpc's
+    /// `Failed to load extension: …` texts, or a unit's own `error` as it sent it (a Node-host
+    /// unit sends pi's texts, prefix included; §B3).
     pub(super) fn initialize(&self, unit: &Arc<Unit>, reason: &str) -> Result<(), String> {
+        self.handshake(unit, reason).map_err(|e| match e {
+            InitError::Host(text) => format!("Failed to load extension: {text}"),
+            InitError::Unit(text) => text,
+        })
+    }
+
+    fn handshake(&self, unit: &Arc<Unit>, reason: &str) -> Result<(), InitError> {
         let Some(proc) = unit.process() else {
-            return Err("extension process is not running".into());
+            return Err(InitError::Host("extension process is not running".into()));
         };
         let mut fields = Map::new();
         fields.insert("protocol".into(), manifest::PROTOCOL.into());
@@ -395,22 +405,31 @@ impl Extensions {
                 }
                 WaitError::Aborted => "initialize was cancelled".into(),
                 WaitError::Unavailable(text) => text,
-            })?;
+            })
+            .map_err(InitError::Host)?;
         if !outcome.ok {
-            return Err(outcome.error);
+            // The handshake threw: as a throwing factory in pi.
+            return Err(InitError::Host(outcome.error));
         }
         let units = outcome
             .value
             .get("units")
             .and_then(Value::as_array)
-            .ok_or("malformed initialize result: no \"units\" array")?;
+            .ok_or_else(|| {
+                InitError::Host("malformed initialize result: no \"units\" array".into())
+            })?;
         let answer = units
             .iter()
             .find(|u| u.get("ext").and_then(Value::as_str) == Some(unit.path.as_str()))
             .or_else(|| (units.len() == 1).then(|| &units[0]))
-            .ok_or_else(|| format!("malformed initialize result: no unit {}", unit.path))?;
+            .ok_or_else(|| {
+                InitError::Host(format!(
+                    "malformed initialize result: no unit {}",
+                    unit.path
+                ))
+            })?;
         if let Some(e) = answer.get("error") {
-            return Err(crate::js::value::js_template(Some(e)));
+            return Err(InitError::Unit(crate::js::value::js_template(Some(e))));
         }
         let mut regs = Registrations::default();
         add_registrations(&mut regs, answer);
@@ -562,6 +581,14 @@ pub(super) fn add_registrations(regs: &mut Registrations, v: &Value) {
             default: f.get("default").cloned(),
         });
     }
+}
+
+/// Why an `initialize` handshake failed.
+enum InitError {
+    /// pi-rpc's own reason (prefixed `Failed to load extension: `).
+    Host(String),
+    /// The unit's `error` text (or a failed result's message), as sent.
+    Unit(String),
 }
 
 /// Why waiting for a request's result ended without one.
