@@ -402,7 +402,7 @@ pub fn run_rpc(session: AgentSession, plan: crate::extensions::ExtensionPlan) ->
     ext.set_actions(Arc::new(crate::rpc::ext_actions::RpcActions {
         session: Arc::clone(&session),
         out: out.clone(),
-        to_processor: tx.clone(),
+        to_processor: Some(tx.clone()),
         ext: Arc::downgrade(&ext),
     }));
 

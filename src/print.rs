@@ -288,6 +288,13 @@ pub fn run_print(
         out: out.clone(),
         ext,
     };
+    rt.ext
+        .set_actions(Arc::new(crate::rpc::ext_actions::RpcActions {
+            session: Arc::clone(&rt.state),
+            out: out.clone(),
+            to_processor: None,
+            ext: Arc::downgrade(&rt.ext),
+        }));
     rt.ext.send_flags(&flag_values);
     rt.ext.session_start("startup", None);
 

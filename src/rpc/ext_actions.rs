@@ -22,7 +22,8 @@ use crate::protocol::{Event, ImageContent, StreamingBehavior};
 pub(crate) struct RpcActions {
     pub session: Arc<Mutex<AgentSession>>,
     pub out: Output,
-    pub to_processor: Sender<Input>,
+    /// Where an extension's prompts go; `None` in the print modes (no processor).
+    pub to_processor: Option<Sender<Input>>,
     pub ext: Weak<Extensions>,
 }
 
@@ -59,6 +60,12 @@ fn user_content(content: &Value) -> Result<(String, Vec<ImageContent>), String> 
 }
 
 impl RpcActions {
+    fn processor(&self) -> Result<&Sender<Input>, String> {
+        self.to_processor.as_ref().ok_or_else(|| {
+            "starting a run from an extension is not supported in the print modes yet".into()
+        })
+    }
+
     /// `pi.sendMessage` (§A9): idle, it is appended at once as a `custom` message with its
     /// `message_start` / `message_end`; with `triggerTurn` it opens a run. While streaming pi
     /// queues it; pi-rpc cannot queue custom messages yet and says so.
@@ -98,7 +105,7 @@ impl RpcActions {
             );
         }
         if trigger {
-            self.to_processor
+            self.processor()?
                 .send(Input::ExtensionMessage { message: msg })
                 .map_err(|_| "pi-rpc is shutting down".to_string())?;
             return Ok(Value::Null);
@@ -137,7 +144,7 @@ impl Actions for RpcActions {
                     Some("followUp") | Some("nextTurn") => Some(StreamingBehavior::FollowUp),
                     _ => None,
                 };
-                self.to_processor
+                self.processor()?
                     .send(Input::ExtensionPrompt {
                         text,
                         images,
