@@ -394,7 +394,7 @@ pub fn run_rpc(session: AgentSession, plan: crate::extensions::ExtensionPlan) ->
             return 1;
         }
     };
-    session.lock().resources.tools.extend(ext.tools());
+    crate::extensions::install_tools(&mut session.lock().resources.tools, ext.tools());
     *ext_slot.lock() = Some(Arc::clone(&ext));
 
     let (tx, rx) = bounded(INPUT_CAPACITY);

@@ -279,7 +279,7 @@ pub fn run_print(
         }
     };
     let mut session = session;
-    session.resources.tools.extend(ext.tools());
+    crate::extensions::install_tools(&mut session.resources.tools, ext.tools());
     if json {
         out.record(&session.session.header().to_value());
     }

@@ -330,7 +330,7 @@ fn prepare_now(rt: &Runtime) -> Result<Preparation, Failure> {
 /// for it. Never continues the interrupted run.
 pub fn manual(
     rt: &Runtime,
-    id: Option<Value>,
+    reply: super::job::CompactReply,
     custom_instructions: Option<String>,
     cancel: CancelToken,
 ) {
@@ -361,12 +361,18 @@ pub fn manual(
     })();
     let waiters = rt.state.lock().life.end_manual_compaction();
     emit(rt, end_event(CompactionReason::Manual, &outcome, false));
-    let response = match outcome {
-        Ok(result) => Response::ok(id, "compact", Some(result)),
-        Err(Failure::Cancelled) => Response::err(id, "compact", "Compaction cancelled".to_string()),
-        Err(Failure::Failed(m)) => Response::err(id, "compact", m),
+    let result = match outcome {
+        Ok(result) => Ok(result),
+        Err(Failure::Cancelled) => Err("Compaction cancelled".to_string()),
+        Err(Failure::Failed(m)) => Err(m),
     };
-    rt.out.response(&response);
+    match reply {
+        super::job::CompactReply::Rpc(id) => rt.out.response(&match result {
+            Ok(result) => Response::ok(id, "compact", Some(result)),
+            Err(e) => Response::err(id, "compact", e),
+        }),
+        super::job::CompactReply::Extension(f) => (f.0)(result),
+    }
     for w in waiters {
         rt.out.response(&Response::ok(w, "abort", None));
     }

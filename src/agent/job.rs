@@ -8,6 +8,14 @@ use serde_json::Value;
 
 use super::runtime::{PromptReply, Runtime};
 
+/// Who a manual compaction answers.
+pub enum CompactReply {
+    /// The RPC `compact` command with this id.
+    Rpc(Option<Value>),
+    /// An extension's `ctx.compact` call.
+    Extension(crate::extensions::CallReply),
+}
+
 /// Work for the agent thread.
 pub enum AgentJob {
     /// Start a session-level run with these initial messages (a user prompt).
@@ -24,7 +32,7 @@ pub enum AgentJob {
     /// `compact`: runs after the active run (which the processor aborted) has settled, then
     /// answers the command.
     Compact {
-        id: Option<Value>,
+        reply: CompactReply,
         custom_instructions: Option<String>,
         cancel: crate::cancel::CancelToken,
     },
@@ -49,10 +57,10 @@ pub fn spawn(
                     } => runner(&rt, reply, user_message),
                     AgentJob::Session { id, op } => super::session_ops::run(&rt, id, op),
                     AgentJob::Compact {
-                        id,
+                        reply,
                         custom_instructions,
                         cancel,
-                    } => super::compaction::manual(&rt, id, custom_instructions, cancel),
+                    } => super::compaction::manual(&rt, reply, custom_instructions, cancel),
                     AgentJob::Shutdown => break,
                 }
             }

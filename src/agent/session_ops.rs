@@ -68,9 +68,7 @@ pub fn run(rt: &Runtime, id: Option<Value>, op: SessionOp) {
         if !rt.ext.is_empty() {
             // The fresh runtime's tools replace the old runtime's.
             let tools = rt.ext.tools();
-            let mut s = rt.state.lock();
-            s.resources.tools.retain(|t| !t.is_extension());
-            s.resources.tools.extend(tools);
+            crate::extensions::install_tools(&mut rt.state.lock().resources.tools, tools);
         }
         data
     });

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::host::{add_registrations, Extensions, Unit};
+use super::host::{add_registrations, CallReply, Extensions, Unit};
 use super::process::{ExtProcess, Inbox};
 use crate::protocol::extension_ui::{degraded_value, UiMethod};
 
@@ -63,6 +63,19 @@ impl Extensions {
                     drop(scopes);
                     return answer(Ok(Value::Null));
                 }
+            }
+        }
+        let actions = self.actions.lock().clone();
+        if let Some(actions) = actions {
+            let reply_proc = Arc::clone(proc);
+            let reply_id = id.map(str::to_string);
+            let reply = CallReply(Box::new(move |r: Result<Value, String>| {
+                if let Some(id) = reply_id {
+                    reply_proc.answer(&id, r);
+                }
+            }));
+            if actions.call_later(method, params, reply).is_none() {
+                return;
             }
         }
         let result = self.perform(method, params);

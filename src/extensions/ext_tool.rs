@@ -15,12 +15,17 @@ pub(crate) struct ExtTool {
 }
 
 impl Extensions {
-    /// The active extension tools, in load and registration order.
+    /// The extension tools active by default, in load and registration order.
     pub(crate) fn tools(&self) -> Vec<Arc<dyn crate::tools::Tool>> {
+        self.registered_tools(false)
+    }
+
+    /// Every extension tool (`all`) or the ones active by default.
+    pub(crate) fn registered_tools(&self, all: bool) -> Vec<Arc<dyn crate::tools::Tool>> {
         let mut out: Vec<Arc<dyn crate::tools::Tool>> = Vec::new();
         for u in &self.units {
             for t in u.regs.lock().tools.clone() {
-                if t.default_active {
+                if all || t.default_active {
                     out.push(Arc::new(ExtTool {
                         host: self.me.clone(),
                         unit: Arc::clone(u),
@@ -31,6 +36,16 @@ impl Extensions {
         }
         out
     }
+}
+
+/// Puts a runtime's extension tools into the active list: the previous runtime's go, and an
+/// extension tool replaces a built-in of the same name (as in pi).
+pub(crate) fn install_tools(
+    active: &mut Vec<Arc<dyn crate::tools::Tool>>,
+    ext: Vec<Arc<dyn crate::tools::Tool>>,
+) {
+    active.retain(|t| !t.is_extension() && !ext.iter().any(|e| e.name() == t.name()));
+    active.extend(ext);
 }
 
 impl crate::tools::Tool for ExtTool {

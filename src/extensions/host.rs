@@ -37,6 +37,18 @@ const STOP_GRACE: Duration = Duration::from_millis(1000);
 pub(crate) trait Actions: Send + Sync {
     /// Performs `method`; `Err` answers the call with `ok:false` and that message.
     fn call(&self, method: &str, params: &Value) -> Result<Value, String>;
+    /// Starts a call whose answer comes later (`ctx.compact`): `reply` gets it. Returns the
+    /// reply back when `method` is not such a call.
+    fn call_later(&self, method: &str, params: &Value, reply: CallReply) -> Option<CallReply>;
+}
+
+/// The answer to an extension's call, given once its work is done.
+pub struct CallReply(pub Box<dyn FnOnce(Result<Value, String>) + Send>);
+
+impl std::fmt::Debug for CallReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallReply")
+    }
 }
 
 /// Settings of the host.

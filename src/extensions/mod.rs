@@ -13,6 +13,7 @@ mod commands;
 pub mod discovery;
 pub(crate) mod dispatch;
 mod ext_tool;
+pub(crate) use ext_tool::install_tools;
 pub(crate) mod host;
 pub(crate) mod manifest;
 mod plan;
@@ -20,7 +21,7 @@ pub(crate) mod process;
 pub(crate) mod ui;
 
 pub use discovery::{discover, DiscoveryOptions};
-pub use host::Extensions;
+pub use host::{CallReply, Extensions};
 pub use plan::ExtensionPlan;
 
 /// Why start-up stops at an extension, with pi's two stderr lines.

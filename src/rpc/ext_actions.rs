@@ -131,6 +131,35 @@ impl RpcActions {
 }
 
 impl Actions for RpcActions {
+    fn call_later(
+        &self,
+        method: &str,
+        params: &Value,
+        reply: crate::extensions::CallReply,
+    ) -> Option<crate::extensions::CallReply> {
+        if method != "ctx.compact" {
+            return Some(reply);
+        }
+        let custom_instructions = params
+            .get("customInstructions")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        match self.processor() {
+            Ok(tx) => {
+                if let Err(e) = tx.send(Input::ExtensionCompact {
+                    custom_instructions,
+                    reply,
+                }) {
+                    if let Input::ExtensionCompact { reply, .. } = e.into_inner() {
+                        (reply.0)(Err("pi-rpc is shutting down".into()));
+                    }
+                }
+            }
+            Err(e) => (reply.0)(Err(e)),
+        }
+        None
+    }
+
     fn call(&self, method: &str, params: &Value) -> Result<Value, String> {
         match method {
             "pi.sendUserMessage" => {
@@ -230,6 +259,36 @@ impl Actions for RpcActions {
                 }
                 Ok(Value::Array(items))
             }
+            "pi.setActiveTools" => {
+                // Built-ins and extension tools by name, in the order given; unknown names
+                // are skipped (pi keeps only registered tools).
+                let names: Vec<String> = params
+                    .get("toolNames")
+                    .and_then(Value::as_array)
+                    .ok_or("missing array \"toolNames\"")?
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect();
+                let ext_tools = self
+                    .ext
+                    .upgrade()
+                    .map(|e| e.registered_tools(true))
+                    .unwrap_or_default();
+                let mut tools: Vec<Arc<dyn crate::tools::Tool>> = Vec::new();
+                for n in &names {
+                    if tools.iter().any(|t| t.name() == n) {
+                        continue;
+                    }
+                    if let Some(t) = ext_tools.iter().find(|t| t.name() == n) {
+                        tools.push(Arc::clone(t));
+                    } else if let Some(t) = crate::tools::builtin(n) {
+                        tools.push(t);
+                    }
+                }
+                self.session.lock().resources.tools = tools;
+                Ok(Value::Null)
+            }
             "pi.getThinkingLevel" => Ok(json!(self.session.lock().thinking_level)),
             "pi.setThinkingLevel" => {
                 let level = text_param(params, "level")?;
@@ -328,10 +387,8 @@ impl Actions for RpcActions {
             | "ctx.navigateTree"
             | "ctx.reload"
             | "ctx.getSystemPromptOptions"
-            | "ctx.compact"
             | "ctx.shutdown"
             | "ctx.getContextUsage"
-            | "pi.setActiveTools"
             | "session.getTree"
             | "session.getLabel" => Err(format!("{method} is not supported by this pi-rpc yet")),
             _ => Err(format!("Unknown method: {method}")),

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::reader::Input;
-use crate::agent::job::AgentJob;
+use crate::agent::job::{AgentJob, CompactReply};
 use crate::agent::lifecycle::AbortReply;
 use crate::agent::queue::QueueKind;
 use crate::agent::runtime::PromptReply;
@@ -93,6 +93,10 @@ impl Processor {
                 Input::Line(incoming) => self.handle(incoming),
                 Input::Continued { id, command } => self.dispatch_staged(id, command, true),
                 Input::ExtensionMessage { message } => self.extension_message(message),
+                Input::ExtensionCompact {
+                    custom_instructions,
+                    reply,
+                } => self.compact(CompactReply::Extension(reply), custom_instructions),
                 Input::ExtensionPrompt {
                     text,
                     images,
@@ -597,7 +601,7 @@ impl Processor {
             }
             Command::Compact {
                 custom_instructions,
-            } => self.compact(id, custom_instructions),
+            } => self.compact(CompactReply::Rpc(id), custom_instructions),
         }
     }
 }
@@ -708,26 +712,29 @@ impl Processor {
     /// `compact`: aborts the active run and any earlier compaction, then hands the compaction to
     /// the agent thread, which answers once the summary is in (`rpc-protocol.md` §3.6). Prompts
     /// are refused from now until it is done.
-    fn compact(&self, id: Option<Value>, custom_instructions: Option<String>) {
+    fn compact(&self, reply: CompactReply, custom_instructions: Option<String>) {
         let cancel = CancelToken::new();
         let fire = self.session.lock().life.begin_manual_compaction(&cancel);
         fire.iter().for_each(CancelToken::cancel);
         let job = AgentJob::Compact {
-            id,
+            reply,
             custom_instructions,
             cancel,
         };
         if let Err(e) = self.agent.send(job) {
-            let id = match e.into_inner() {
-                AgentJob::Compact { id, .. } => id,
-                _ => None,
-            };
             self.session.lock().life.manual_compaction_not_started();
-            self.out.response(&Response::err(
-                id,
-                "compact",
-                "the agent thread is gone".to_string(),
-            ));
+            let error = "the agent thread is gone".to_string();
+            match e.into_inner() {
+                AgentJob::Compact {
+                    reply: CompactReply::Rpc(id),
+                    ..
+                } => self.out.response(&Response::err(id, "compact", error)),
+                AgentJob::Compact {
+                    reply: CompactReply::Extension(f),
+                    ..
+                } => (f.0)(Err(error)),
+                _ => {}
+            }
         }
     }
 

@@ -30,6 +30,11 @@ pub enum Input {
     /// An extension's `pi.sendMessage` with `triggerTurn` while idle: a run that starts with
     /// this `custom` message.
     ExtensionMessage { message: Value },
+    /// An extension's `ctx.compact`: a manual compaction answering the extension's call.
+    ExtensionCompact {
+        custom_instructions: Option<String>,
+        reply: crate::extensions::CallReply,
+    },
     /// An extension's `pi.sendUserMessage` (`extensions.md` §A9): a prompt without template
     /// expansion and without a response record, ordered with the commands.
     ExtensionPrompt {
