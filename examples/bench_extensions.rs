@@ -427,5 +427,5 @@ fn main() {
     }
     let bin: PathBuf = bench_support::release_binary();
     bench_startup(&bin, runs);
-    bench_event_latency(&bin, runs.div_ceil(4).max(3));
+    bench_event_latency(&bin, (runs / 2).max(3));
 }
