@@ -38,6 +38,15 @@ impl std::fmt::Display for StartupError {
 pub struct Startup {
     pub session: AgentSession,
     pub mode: Mode,
+    pub extensions: ExtensionPlan,
+}
+
+/// The extensions start-up found; RPC mode starts them once its writer exists.
+pub struct ExtensionPlan {
+    units: Vec<crate::extensions::discovery::Unit>,
+    opts: crate::extensions::host::HostOptions,
+    /// `--name` options no built-in flag knows, matched against the extensions' flags.
+    unknown_flags: Vec<(String, crate::cli::UnknownFlagValue)>,
 }
 
 fn warn_all(diags: &[String]) {
@@ -70,9 +79,9 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         !cli.no_approve() && (cli.approve() || global_only.default_project_trust() == "always");
     let settings = Settings::load(&agent_dir, &cwd, trusted, &mut diags);
 
-    // Extensions load before flags are matched against theirs (pi's order). pi-rpc cannot run
-    // extensions yet, so a configured one stops start-up as pi's load failures do.
-    crate::extensions::load(&crate::extensions::DiscoveryOptions {
+    // Extensions are found now and started with RPC mode's threads; flags not claimed by them
+    // are an error once they have loaded (pi's order).
+    let found = crate::extensions::discover(&crate::extensions::DiscoveryOptions {
         cli_paths: &cli.extension,
         no_extensions: cli.no_extensions,
         project_trusted: trusted,
@@ -82,9 +91,40 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         packages: settings.package_sources(),
     })
     .map_err(|f| StartupError(f.stderr_lines().join("\n")))?;
-    if let Some(e) = cli.unknown_flags_error() {
-        return Err(StartupError(e));
+    if let (Some(unit), Mode::Json | Mode::Text) = (found.first(), cli.effective_mode()) {
+        let failure = crate::extensions::LoadFailure {
+            path: unit.path.to_string_lossy().into_owned(),
+            message: "Failed to load extension: print modes (-p, --mode json|text) cannot run \
+                      extensions yet; use RPC mode or --no-extensions"
+                .to_string(),
+        };
+        return Err(StartupError(failure.stderr_lines().join("\n")));
     }
+    if found.is_empty() {
+        if let Some(e) = cli.unknown_flags_error() {
+            return Err(StartupError(e));
+        }
+    }
+    let setting_ms = |key: &str| {
+        settings
+            .get(&["piRpc", key])
+            .and_then(serde_json::Value::as_f64)
+            .filter(|v| *v >= 0.0)
+            .map(|v| std::time::Duration::from_millis(v as u64))
+    };
+    let extensions = ExtensionPlan {
+        units: found,
+        opts: crate::extensions::host::HostOptions {
+            cwd: cwd.clone(),
+            agent_dir: agent_dir.clone(),
+            startup_timeout: setting_ms("extensionStartupTimeoutMs")
+                .unwrap_or(std::time::Duration::from_millis(10_000)),
+            handler_timeout: setting_ms("extensionHandlerTimeoutMs").filter(|d| !d.is_zero()),
+            builtin_llama: !cli.no_extensions,
+            builtin_mcp: !cli.no_extensions && !cli.no_mcp,
+        },
+        unknown_flags: cli.unknown_flags.clone(),
+    };
     let mut registry = ModelRegistry::load(&agent_dir, &mut diags);
     // An invalid --thinking was already a parse warning (pi's), and the flag is ignored.
     let cli_thinking = cli.thinking.as_deref().and_then(ThinkingLevel::parse);
@@ -237,6 +277,7 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
     Ok(Startup {
         session,
         mode: cli.effective_mode(),
+        extensions,
     })
 }
 
@@ -327,7 +368,7 @@ fn session_dir(cli: &Cli, settings: &Settings, agent_dir: &Path, cwd: &Path) -> 
 }
 
 /// Runs RPC mode until stdin ends; returns the exit code.
-pub fn run_rpc(session: AgentSession) -> i32 {
+pub fn run_rpc(session: AgentSession, plan: ExtensionPlan) -> i32 {
     let session = Arc::new(Mutex::new(session));
     // A fatal stdout write error (EPIPE: the host closed its end) exits with code 1
     // (rpc-protocol.md §1). Session entries are appended while the state lock is held, so
@@ -346,9 +387,38 @@ pub fn run_rpc(session: AgentSession) -> i32 {
         eprintln!("pi-rpc: cannot install signal handlers: {e}");
     }
 
+    // Extensions: every process started and initialized in load order; a failure ends
+    // start-up with pi's two stderr lines and nothing on stdout.
+    let ext = match crate::extensions::Extensions::start(plan.units, plan.opts, out.clone()) {
+        Ok(ext) => ext,
+        Err(f) => {
+            eprintln!("{}", f.stderr_lines().join("\n"));
+            return 1;
+        }
+    };
+    let flag_values = match match_extension_flags(&ext, &plan.unknown_flags) {
+        Ok(v) => v,
+        Err(e) => {
+            ext.stop_all();
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    session.lock().resources.tools.extend(ext.tools());
+
+    let (tx, rx) = bounded(INPUT_CAPACITY);
+    let processor_input = tx.clone();
+    ext.set_actions(Arc::new(crate::rpc::ext_actions::RpcActions {
+        session: Arc::clone(&session),
+        out: out.clone(),
+        to_processor: tx.clone(),
+        ext: Arc::downgrade(&ext),
+    }));
+
     let runtime = crate::agent::runtime::Runtime {
         state: Arc::clone(&session),
         out: out.clone(),
+        ext: Arc::clone(&ext),
     };
     let (agent_tx, agent_handle) =
         match crate::agent::job::spawn(runtime, crate::agent::run::run_session) {
@@ -363,20 +433,42 @@ pub fn run_rpc(session: AgentSession) -> i32 {
         eprintln!("Warning: {e}");
         crate::protocol::framing::DEFAULT_MAX_LINE_BYTES
     });
-    let (tx, rx) = bounded(INPUT_CAPACITY);
-    let reader_handle =
-        match reader::spawn(std::io::stdin(), tx, Box::new(|_ui| {}), max_line_bytes) {
-            Ok(h) => h,
-            Err(e) => {
-                eprintln!("pi-rpc: cannot start the reader thread: {e}");
-                return 1;
-            }
-        };
+    // stdin is read from here on, so dialog answers reach `session_start` handlers (deviation
+    // C1.1); commands wait in the channel until the processor starts below.
+    let ui_ext = Arc::clone(&ext);
+    let reader_handle = match reader::spawn(
+        std::io::stdin(),
+        tx,
+        Box::new(move |r| ui_ext.ui_response(&r)),
+        max_line_bytes,
+    ) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("pi-rpc: cannot start the reader thread: {e}");
+            return 1;
+        }
+    };
+    ext.send_flags(&flag_values);
+    ext.session_start("startup", None);
 
+    let ext_jobs = if ext.is_empty() {
+        None
+    } else {
+        match crate::rpc::processor::spawn_ext_worker() {
+            Ok(tx) => Some(tx),
+            Err(e) => {
+                eprintln!("pi-rpc: cannot start the extension worker thread: {e}");
+                None
+            }
+        }
+    };
     let processor = Processor {
         session: Arc::clone(&session),
         out: out.clone(),
         agent: agent_tx.clone(),
+        ext: Arc::clone(&ext),
+        ext_jobs,
+        input: processor_input,
     };
     let exit = std::thread::Builder::new()
         .name("processor".into())
@@ -392,15 +484,57 @@ pub fn run_rpc(session: AgentSession) -> i32 {
     out.mute();
     let cancel = session.lock().life.run_cancel();
     cancel.cancel();
-    crate::exec::groups::kill_all();
+    crate::exec::groups::kill_all_except(&ext.process_groups());
     let _ = agent_tx.send(crate::agent::job::AgentJob::Shutdown);
     drop(agent_tx);
     let _ = agent_handle.join();
+    // The extensions' `session_shutdown{quit}` handlers still run, and their UI is written
+    // (pi's behaviour at stdin EOF); then their processes are stopped.
+    out.unmute();
+    ext.shutdown();
+    // Everything written is on stdout once the flush returns. The writer thread is not joined:
+    // extension threads that outlive their process's end may still hold output handles, and
+    // the process exit closes stdout.
     out.flush();
     drop(out);
+    drop(ext);
+    drop(writer_handle);
     let _ = reader_handle.join();
-    let _ = writer_handle.join();
     0
+}
+
+/// Matches the held `--name` options against the extensions' flags (`extensions.md` §A2):
+/// the values to send, or pi's error for an unclaimed option or a string flag without value.
+fn match_extension_flags(
+    ext: &crate::extensions::Extensions,
+    given: &[(String, crate::cli::UnknownFlagValue)],
+) -> Result<Vec<(String, serde_json::Value)>, String> {
+    use crate::cli::UnknownFlagValue;
+    let flags = ext.flags();
+    let mut values = Vec::new();
+    let mut unknown = Vec::new();
+    for (name, value) in given {
+        match flags.iter().find(|(_, f)| f.name == *name) {
+            None => unknown.push(format!("--{name}")),
+            Some((_, f)) if f.string => match value {
+                UnknownFlagValue::Value(v) => values.push((name.clone(), v.clone().into())),
+                UnknownFlagValue::Present => {
+                    return Err(format!(
+                        "Error: Extension flag \"--{name}\" requires a value"
+                    ))
+                }
+            },
+            Some(_) => values.push((name.clone(), true.into())),
+        }
+    }
+    if !unknown.is_empty() {
+        let plural = if unknown.len() == 1 { "" } else { "s" };
+        return Err(format!(
+            "Error: Unknown option{plural}: {}",
+            unknown.join(", ")
+        ));
+    }
+    Ok(values)
 }
 
 /// `1048576` → `1M`, `128000` → `128K`, `16384` → `16.4K` (one decimal, `.0` dropped).
@@ -520,7 +654,7 @@ pub fn main_with(cli: Cli) -> i32 {
         }
     };
     match startup.mode {
-        Mode::Rpc => run_rpc(startup.session),
+        Mode::Rpc => run_rpc(startup.session, startup.extensions),
         mode @ (Mode::Json | Mode::Text) => {
             crate::print::run_print(startup.session, mode, &cli.messages)
         }

@@ -434,7 +434,7 @@ Options:
   --exclude-tools, -xt <tools>   Comma-separated denylist of tool names or patterns
   --no-tools, -nt                Disable all tools
   --no-builtin-tools, -nbt       Disable the built-in tools
-  --extension, -e <path>         Load an extension (repeatable; extensions are not supported yet, see README)
+  --extension, -e <path>         Load an extension (repeatable; *.ext.json manifests and executables, see README)
   --no-extensions, -ne           Disable extension discovery (explicit -e paths still count)
   --no-mcp                       Disable MCP support
   --skill <path>                 Load a skill file or directory (repeatable)

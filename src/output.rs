@@ -66,6 +66,11 @@ impl Output {
         self.muted.store(true, Ordering::SeqCst);
     }
 
+    /// Writes again after [`Output::mute`] (the `session_shutdown` handlers' UI at exit).
+    pub fn unmute(&self) {
+        self.muted.store(false, Ordering::SeqCst);
+    }
+
     /// Waits until everything sent so far is on stdout (or stdout is gone).
     pub fn flush(&self) {
         let (tx, rx) = bounded(1);

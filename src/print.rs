@@ -242,6 +242,8 @@ pub fn run_print(session: AgentSession, mode: Mode, positional: &[String]) -> i3
     let rt = Runtime {
         state: Arc::new(Mutex::new(session)),
         out: out.clone(),
+        // Print modes refuse configured extensions at start-up (not supported yet).
+        ext: crate::extensions::Extensions::none(out.clone()),
     };
 
     let mut code = 0;
@@ -260,6 +262,7 @@ pub fn run_print(session: AgentSession, mode: Mode, positional: &[String]) -> i3
     out.flush();
     drop(out);
     drop(rt.out);
+    drop(rt.ext);
     let _ = writer_handle.join();
 
     if !json && code == 0 {

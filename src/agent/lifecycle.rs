@@ -34,6 +34,8 @@ struct RunControl {
     retry_sleep: Option<CancelToken>,
     /// `abort_retry` commands answered right after `auto_retry_end`.
     abort_retry_waiters: Vec<Waiter>,
+    /// The system prompt a `before_agent_start` handler set for this run.
+    system_prompt: Option<String>,
 }
 
 /// Identifies a running RPC `bash` command.
@@ -89,6 +91,16 @@ impl Lifecycle {
         self.run = RunControl::default();
     }
 
+    /// An extension replaced the system prompt for the current run (`before_agent_start`).
+    pub(crate) fn set_run_system_prompt(&mut self, prompt: String) {
+        self.run.system_prompt = Some(prompt);
+    }
+
+    /// The system prompt an extension set for the current run.
+    pub(crate) fn run_system_prompt(&self) -> Option<&str> {
+        self.run.system_prompt.as_deref()
+    }
+
     /// The run marked by [`Self::start_run`] never reached the agent thread.
     pub(crate) fn run_not_started(&mut self) {
         self.streaming = false;
@@ -99,6 +111,7 @@ impl Lifecycle {
         self.streaming = false;
         self.run.abort_requested = false;
         self.run.retry_sleep = None;
+        self.run.system_prompt = None;
         std::mem::take(&mut self.run.abort_waiters)
     }
 

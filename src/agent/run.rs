@@ -43,14 +43,52 @@ struct LowLevel {
 }
 
 fn emit(rt: &Runtime, e: Event) {
-    rt.out.event(&e);
+    rt.emit(&e);
+}
+
+/// `message_end`: extensions may replace the message with one of the same role (§A4); the
+/// replacement is what the wire shows and what is stored.
+fn emit_message_end(rt: &Runtime, message: Value) -> Value {
+    let message = if rt.ext.wants("message_end") {
+        let cancel = rt.state.lock().life.run_cancel();
+        rt.ext
+            .message_end(&message, Some(&cancel))
+            .unwrap_or(message)
+    } else {
+        message
+    };
+    rt.out.event(&Event::MessageEnd {
+        message: message.clone(),
+    });
+    message
+}
+
+/// `turn_start`; extensions also get the turn's index in the low-level run and its time.
+fn emit_turn_start(rt: &Runtime, turn_index: &mut u64) {
+    let mut extra = serde_json::Map::new();
+    extra.insert("turnIndex".into(), (*turn_index).into());
+    extra.insert("timestamp".into(), now_ms().into());
+    *turn_index += 1;
+    rt.observe(&Event::TurnStart, Some(extra));
+    rt.out.event(&Event::TurnStart);
 }
 
 /// Appends a message to the session and the context (at its `message_end`).
 fn record_message(rt: &Runtime, msg: &Value) -> Option<String> {
     let mut s = rt.state.lock();
     s.messages.push(msg.clone());
-    match s.session.append_message(msg.clone()) {
+    let appended = if Role::of(msg) == Some(Role::Custom) {
+        // An extension's message is a `custom_message` entry, as pi stores it.
+        s.session.append_custom_message(
+            msg.get("customType").and_then(Value::as_str).unwrap_or_default(),
+            msg.get("content").cloned().unwrap_or(Value::Null),
+            msg.get("display").and_then(Value::as_bool).unwrap_or(true),
+            msg.get("details").cloned(),
+        )
+    } else {
+        s.session.append_message(msg.clone())
+    };
+    match appended {
         Ok(entry) => Some(entry.id().to_string()),
         Err(e) => {
             eprintln!("pi-rpc: {e}");
@@ -71,12 +109,7 @@ fn emit_whole_message(rt: &Runtime, msg: Value, run_messages: &mut Vec<Value>) -
             message: msg.clone(),
         },
     );
-    emit(
-        rt,
-        Event::MessageEnd {
-            message: msg.clone(),
-        },
-    );
+    let msg = emit_message_end(rt, msg);
     run_messages.push(msg.clone());
     record_message(rt, &msg)
 }
@@ -96,6 +129,7 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
     // compaction, before the `started` response (pi's `_prepareRun`).
     let image_options = rt.state.lock().image_options();
     crate::image::normalize_message_images(&mut user_message, &image_options);
+    let injected = before_agent_start(rt, &user_message, &cancel);
     if let Some(PromptReply(id)) = reply {
         rt.out.response(&Response::ok(
             id,
@@ -104,6 +138,7 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
         ));
     }
     let mut initial = prepare_initial(rt, user_message);
+    initial.extend(injected);
     let mut retry = RetryState::default();
     loop {
         let ll = low_level_run(rt, std::mem::take(&mut initial), &cancel, &mut retry);
@@ -189,8 +224,57 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
     settle(rt, &cancel);
 }
 
+/// `before_agent_start` (§A4): handlers see the prompt before the `started` response; the
+/// `custom` messages they return follow the user message, and a system prompt they set holds
+/// for this run.
+fn before_agent_start(rt: &Runtime, user_message: &Value, cancel: &CancelToken) -> Vec<Value> {
+    if !rt.ext.wants("before_agent_start") {
+        return Vec::new();
+    }
+    let content = user_message.get("content");
+    let text: String = match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    let images: Vec<Value> = match content {
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"))
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    let system_prompt = rt.state.lock().rendered_system_prompt();
+    let mut payload = serde_json::json!({
+        "type": "before_agent_start",
+        "messageType": "user",
+        "prompt": text,
+    });
+    if !images.is_empty() {
+        payload["images"] = Value::Array(images);
+    }
+    payload["systemPrompt"] = system_prompt.into();
+    payload["systemPromptOptions"] = serde_json::json!({});
+    let (messages, prompt) = rt.ext.before_agent_start(&payload, Some(cancel));
+    if let Some(p) = prompt {
+        rt.state.lock().life.set_run_system_prompt(p);
+    }
+    messages
+}
+
 /// `agent_settled`, then the waiting `abort` responses; the run is over.
 fn settle(rt: &Runtime, cancel: &CancelToken) {
+    if rt.ext.wants("agent_settled") {
+        // Handlers run before the wire record, without the lock (they may call back).
+        let aborted = rt.state.lock().life.abort_requested() || cancel.is_cancelled();
+        rt.observe(&Event::AgentSettled { aborted }, None);
+    }
     let waiters = {
         let mut s = rt.state.lock();
         s.flush_deferred();
@@ -304,7 +388,8 @@ fn low_level_run(
     retry: &mut RetryState,
 ) -> LowLevel {
     emit(rt, Event::AgentStart);
-    emit(rt, Event::TurnStart);
+    let mut turn_index = 0u64;
+    emit_turn_start(rt, &mut turn_index);
     let mut run_messages: Vec<Value> = Vec::new();
     for m in initial {
         emit_whole_message(rt, m, &mut run_messages);
@@ -325,7 +410,7 @@ fn low_level_run(
                 if !cancel.is_cancelled() {
                     super::compaction::before_next_turn(rt, cancel);
                 }
-                emit(rt, Event::TurnStart);
+                emit_turn_start(rt, &mut turn_index);
             }
             first = false;
             if pending_steering > 0 {
@@ -509,9 +594,24 @@ fn will_retry(
 
 /// One assistant response: `message_start`, `message_update`s, `message_end`.
 fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> AssistantMessage {
+    // `context` handlers (§A4) see a copy of the messages without the system ones, and may
+    // replace them for this request.
+    let replaced = if rt.ext.wants("context") {
+        let messages: Vec<Value> = rt
+            .state
+            .lock()
+            .messages
+            .to_vec()
+            .into_iter()
+            .filter(|m| Role::of(m) != Some(Role::System))
+            .collect();
+        rt.ext.context(messages, Some(cancel))
+    } else {
+        None
+    };
     let (model, ctx, mut opts, registry) = {
         let s = rt.state.lock();
-        let (ctx, opts) = s.llm_request();
+        let (ctx, opts) = s.llm_request_with(replaced);
         (
             s.model.clone(),
             ctx,
@@ -537,7 +637,7 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
         m.synthetic = true;
         let v = m.to_value();
         emit(rt, Event::MessageStart { message: v.clone() });
-        emit(rt, Event::MessageEnd { message: v });
+        emit_message_end(rt, v);
         return m;
     }
 
@@ -606,12 +706,19 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
             }
         }
     });
-    let (msg, started_emitted) = final_msg;
+    let (mut msg, started_emitted) = final_msg;
     let v = msg.to_value();
     if !started_emitted {
         emit(rt, Event::MessageStart { message: v.clone() });
     }
-    emit(rt, Event::MessageEnd { message: v });
+    let ended = emit_message_end(rt, v.clone());
+    if ended != v {
+        // An extension's replacement is the message from here on (stored, sent next turn).
+        match AssistantMessage::from_value(&ended) {
+            Some(replaced) => msg = replaced,
+            None => eprintln!("pi-rpc: an extension's message_end replacement was not kept"),
+        }
+    }
     if !matches!(msg.stop_reason, StopReason::Error | StopReason::Length) {
         rt.state.lock().life.reset_overflow_recovery();
     }
@@ -641,8 +748,32 @@ impl AgentSession {
     /// The LLM context and options for the next request, without credentials (the caller
     /// resolves them with `registry.request_auth` after releasing the lock).
     pub fn llm_request(&self) -> (crate::llm::types::LlmContext, StreamOptions) {
-        let (system_prompt, mut messages) =
-            crate::llm::convert::convert_to_llm(&self.messages.to_vec(), &self.model);
+        self.llm_request_with(None)
+    }
+
+    /// [`AgentSession::llm_request`] with the agent messages an extension's `context` handler
+    /// returned (system messages excluded: the session's are put back first).
+    pub fn llm_request_with(
+        &self,
+        replaced: Option<Vec<Value>>,
+    ) -> (crate::llm::types::LlmContext, StreamOptions) {
+        let all = self.messages.to_vec();
+        let source = match replaced {
+            None => all,
+            Some(mut r) => {
+                let mut head: Vec<Value> = all
+                    .into_iter()
+                    .filter(|m| Role::of(m) == Some(Role::System))
+                    .collect();
+                head.append(&mut r);
+                head
+            }
+        };
+        let (mut system_prompt, mut messages) =
+            crate::llm::convert::convert_to_llm(&source, &self.model);
+        if let Some(p) = self.life.run_system_prompt() {
+            system_prompt = p.to_string();
+        }
         if self.settings.images_block_images() {
             crate::image::block_images(&mut messages);
         }

@@ -21,6 +21,15 @@ pub enum SessionOp {
 }
 
 impl SessionOp {
+    /// The `session_start` / `session_shutdown` reason of the replacement.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            SessionOp::New { .. } => "new",
+            SessionOp::Switch { .. } => "resume",
+            SessionOp::Fork { .. } | SessionOp::Clone => "fork",
+        }
+    }
+
     pub fn command(&self) -> &'static str {
         match self {
             SessionOp::New { .. } => "new_session",
@@ -36,16 +45,56 @@ impl SessionOp {
 /// for a 100k-entry session) happen without it, so state commands are answered meanwhile.
 pub fn run(rt: &Runtime, id: Option<Value>, op: SessionOp) {
     let command = op.command();
+    if before_hook_cancels(rt, &op) {
+        rt.out
+            .response(&Response::ok(id, command, Some(json!({"cancelled": true}))));
+        return;
+    }
+    let reason = op.reason();
     let result = prepare(rt, op).map(|(manager, data)| {
         let messages = build_messages(&manager.branch());
+        let target = manager
+            .session_file()
+            .map(|p| p.to_string_lossy().into_owned());
+        // The old runtime's `session_shutdown` handlers see the old session (§A7.7).
+        rt.ext.end_runtime(reason, target.as_deref());
         let old = rt.state.lock().install_session(manager, messages);
+        let previous = old
+            .0
+            .session_file()
+            .map(|p| p.to_string_lossy().into_owned());
         drop(old);
+        rt.ext.start_runtime(reason, previous.as_deref());
+        if !rt.ext.is_empty() {
+            // The fresh runtime's tools replace the old runtime's.
+            let tools = rt.ext.tools();
+            let mut s = rt.state.lock();
+            s.resources.tools.retain(|t| !t.is_extension());
+            s.resources.tools.extend(tools);
+        }
         data
     });
     match result {
         Ok(data) => rt.out.response(&Response::ok(id, command, Some(data))),
         Err(e) => rt.out.response(&Response::err(id, command, e)),
     }
+}
+
+/// `session_before_switch` / `session_before_fork` (§A4): true when an extension cancelled.
+fn before_hook_cancels(rt: &Runtime, op: &SessionOp) -> bool {
+    let payload = match op {
+        SessionOp::New { .. } => json!({"type": "session_before_switch", "reason": "new"}),
+        SessionOp::Switch { path } => json!({"type": "session_before_switch", "reason": "resume",
+            "targetSessionFile": path}),
+        SessionOp::Fork { entry_id } => json!({"type": "session_before_fork", "entryId": entry_id,
+            "position": "before"}),
+        SessionOp::Clone => {
+            let leaf = rt.state.lock().session.leaf_id().map(str::to_string);
+            json!({"type": "session_before_fork", "entryId": leaf, "position": "at"})
+        }
+    };
+    let name = payload["type"].as_str().unwrap_or_default();
+    rt.ext.wants(name) && rt.ext.emit_cancellable(&payload)
 }
 
 /// The session `op` makes current, and the response data.

@@ -293,6 +293,20 @@ impl AgentSession {
             .collect()
     }
 
+    /// The system prompt as the model would get it now (`before_agent_start.systemPrompt`).
+    pub fn rendered_system_prompt(&self) -> String {
+        let decls = self.active_tool_decls();
+        let sections = system_prompt::build_sections(&PromptInputs {
+            custom_prompt: self.resources.prompt.custom.as_deref(),
+            append: self.resources.prompt.append.as_deref(),
+            tools: &decls,
+            context_files: &self.resources.prompt.context_files,
+            skills: &self.resources.skills,
+            cwd: &self.cwd,
+        });
+        system_prompt::render(&sections)
+    }
+
     /// The system message the next prompt needs: a full one when the branch declares nothing
     /// yet, a patch when the prompt or tools changed, `None` otherwise.
     pub fn system_message_if_needed(&self) -> Option<Value> {
@@ -577,10 +591,26 @@ impl AgentSession {
         images: Vec<ImageContent>,
         behavior: Option<StreamingBehavior>,
     ) -> PromptStart {
+        self.begin_prompt_with(message, images, behavior, true)
+    }
+
+    /// [`AgentSession::begin_prompt`]; `expand: false` skips skill and template expansion (an
+    /// extension's `sendUserMessage`).
+    pub fn begin_prompt_with(
+        &mut self,
+        message: &str,
+        images: Vec<ImageContent>,
+        behavior: Option<StreamingBehavior>,
+        expand: bool,
+    ) -> PromptStart {
         if self.life.is_compacting() {
             return PromptStart::Rejected("Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry.".into());
         }
-        let text = super::prompting::expand_text(self, message);
+        let text = if expand {
+            super::prompting::expand_text(self, message)
+        } else {
+            message.to_string()
+        };
         if self.life.is_streaming() {
             return match behavior {
                 None => PromptStart::Rejected("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into()),

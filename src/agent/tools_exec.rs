@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::runtime::Runtime;
 use crate::cancel::CancelToken;
+use crate::extensions::host::{Gate, ResultPatch};
 use crate::llm::types::ContentBlock;
 use crate::protocol::message::ToolResultMessage;
 use crate::protocol::Event;
@@ -80,6 +81,83 @@ fn output_finished(out: ToolOutput, duration_ms: u64) -> Finished {
     }
 }
 
+/// The `tool_call` event (§A5, §B6): extensions may block the call or edit its arguments in
+/// place (what runs changes; `tool_execution_start.args` and the transcript do not).
+fn gate(rt: &Runtime, call_id: &str, name: &str, args: Value, cancel: &CancelToken) -> Gate {
+    if !rt.ext.wants("tool_call") {
+        return Gate::Allow(args);
+    }
+    let payload = json!({
+        "type": "tool_call",
+        "toolCallId": call_id,
+        "toolName": name,
+        "input": args,
+    });
+    rt.ext.tool_call(&payload, Some(cancel))
+}
+
+/// The arguments call `i` runs with.
+fn runnable_args(runnable: &[(usize, Arc<dyn Tool>, Value)], i: usize) -> Value {
+    runnable
+        .iter()
+        .find(|(k, _, _)| *k == i)
+        .map(|(_, _, a)| a.clone())
+        .unwrap_or(Value::Null)
+}
+
+/// The `tool_result` event (§A4): extensions patch the result before `tool_execution_end`.
+fn patch_result(
+    rt: &Runtime,
+    call_id: &str,
+    name: &str,
+    input: &Value,
+    f: &mut Finished,
+    cancel: &CancelToken,
+) {
+    let mut payload = json!({
+        "type": "tool_result",
+        "toolCallId": call_id,
+        "toolName": name,
+        "input": input,
+        "content": f.content,
+        "details": f.details.clone().unwrap_or_else(|| json!({})),
+    });
+    if let Some(s) = f.result.get("structuredContent") {
+        payload["structuredContent"] = s.clone();
+    }
+    payload["isError"] = f.is_error.into();
+    let patch = rt.ext.tool_result(&payload, Some(cancel));
+    if patch == ResultPatch::default() {
+        return;
+    }
+    if let Some(c) = patch.content {
+        f.content = c;
+    }
+    if let Some(d) = patch.details {
+        f.details = Some(d);
+    }
+    if let Some(e) = patch.is_error {
+        f.is_error = e;
+    }
+    let error_flag = f.result.get("isError").is_some() || patch.is_error.is_some();
+    let structured = match patch.structured_content {
+        Some(s) => s,
+        None => f.result.get("structuredContent").cloned(),
+    };
+    let mut result = Map::new();
+    result.insert("content".into(), f.content.clone());
+    if let Some(d) = &f.details {
+        result.insert("details".into(), d.clone());
+    }
+    if let Some(s) = structured {
+        result.insert("structuredContent".into(), s);
+    }
+    if f.is_error && error_flag {
+        result.insert("isError".into(), true.into());
+    }
+    f.result = Value::Object(result);
+}
+
 const LENGTH_STOP_TEXT: &str = "was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.";
 
 /// Executes `calls`; `length_stop` fails them all without running (the reply was cut off).
@@ -128,7 +206,7 @@ pub fn execute_tool_calls(
     let mut runnable: Vec<(usize, Arc<dyn Tool>, Value)> = Vec::new();
 
     for (i, call) in calls.iter_mut().enumerate() {
-        rt.out.event(&Event::ToolExecutionStart {
+        rt.emit(&Event::ToolExecutionStart {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args: call.args.clone(),
@@ -162,17 +240,23 @@ pub fn execute_tool_calls(
                     match validated {
                         Err(text) => Some(text),
                         Ok(_) if cancel.is_cancelled() => Some("Operation aborted".into()),
-                        Ok(coerced) => {
-                            runnable.push((i, Arc::clone(tool), coerced));
-                            None
-                        }
+                        Ok(coerced) => match gate(rt, &call.id, &call.name, coerced, cancel) {
+                            Gate::Block(text) => Some(text),
+                            Gate::Allow(_) if cancel.is_cancelled() => {
+                                Some("Operation aborted".into())
+                            }
+                            Gate::Allow(args) => {
+                                runnable.push((i, Arc::clone(tool), args));
+                                None
+                            }
+                        },
                     }
                 }
             }
         };
         if let Some(text) = failure {
             let f = error_finished(&text, None);
-            rt.out.event(&Event::ToolExecutionEnd {
+            rt.emit(&Event::ToolExecutionEnd {
                 tool_call_id: call.id.clone(),
                 tool_name: call.name.clone(),
                 result: f.result.clone(),
@@ -213,7 +297,7 @@ pub fn execute_tool_calls(
         // Taken out of the slot first: the lock is never held while writing.
         let pending = std::mem::take(&mut *latest[i].lock());
         for partial in pending {
-            rt.out.event(&Event::ToolExecutionUpdate {
+            rt.emit(&Event::ToolExecutionUpdate {
                 tool_call_id: calls[i].id.clone(),
                 tool_name: calls[i].name.clone(),
                 args: calls[i].args.clone(),
@@ -221,6 +305,7 @@ pub fn execute_tool_calls(
             });
         }
     };
+    let call_ids: Vec<String> = calls.iter().map(|c| c.id.clone()).collect();
     std::thread::scope(|scope| {
         for (i, tool, args) in &runnable {
             let done_tx = done_tx.clone();
@@ -228,12 +313,14 @@ pub fn execute_tool_calls(
             let wake_tx = wake_tx.clone();
             let slot = &latest[*i];
             let ctx_parts = &ctx_parts;
+            let call_ids = &call_ids;
             let i = *i;
             let spawned = std::thread::Builder::new()
                 .name(format!("tool-{}", tool.name()))
                 .spawn_scoped(scope, move || {
                     let ctx = ToolContext {
                         cwd: &ctx_parts.cwd,
+                        call_id: &call_ids[i],
                         cancel,
                         shell_path: ctx_parts.shell_path.clone(),
                         shell_command_prefix: ctx_parts.shell_command_prefix.clone(),
@@ -272,11 +359,14 @@ pub fn execute_tool_calls(
                     running -= 1;
                     // The call's last progress, if still pending, comes before its end.
                     emit_latest(i);
-                    let f = match result {
+                    let mut f = match result {
                         Ok(out) => output_finished(out, ms),
                         Err(text) => error_finished(&text, Some(ms)),
                     };
-                    rt.out.event(&Event::ToolExecutionEnd {
+                    if rt.ext.wants("tool_result") {
+                        patch_result(rt, &calls[i].id, &calls[i].name, &runnable_args(&runnable, i), &mut f, cancel);
+                    }
+                    rt.emit(&Event::ToolExecutionEnd {
                         tool_call_id: calls[i].id.clone(),
                         tool_name: calls[i].name.clone(),
                         result: f.result.clone(),

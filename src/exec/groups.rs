@@ -32,9 +32,36 @@ pub fn kill_group(pgid: i32) {
     }
 }
 
+/// Sends `sig` to a whole process group. Errors (already gone) are ignored.
+pub fn signal_group(pgid: i32, sig: i32) {
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: kill(2) with a negative pid signals the process group; it has no memory effects.
+    unsafe {
+        libc::kill(-pgid, sig);
+    }
+}
+
 /// Kills every tracked process group (shutdown).
 pub fn kill_all() {
     let groups: Vec<i32> = registry().lock().drain().collect();
+    for g in groups {
+        kill_group(g);
+    }
+}
+
+/// Kills every tracked process group but `keep` (shutdown, before extensions get their
+/// `session_shutdown`).
+pub fn kill_all_except(keep: &[i32]) {
+    let groups: Vec<i32> = {
+        let mut reg = registry().lock();
+        let gone: Vec<i32> = reg.iter().copied().filter(|g| !keep.contains(g)).collect();
+        for g in &gone {
+            reg.remove(g);
+        }
+        gone
+    };
     for g in groups {
         kill_group(g);
     }

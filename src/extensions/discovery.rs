@@ -27,18 +27,6 @@ pub enum UnitKind {
     Other,
 }
 
-impl UnitKind {
-    pub fn describe(&self) -> &'static str {
-        match self {
-            UnitKind::Manifest => "a process extension manifest",
-            UnitKind::Executable => "an executable process extension",
-            UnitKind::Node => "a TypeScript/JavaScript extension",
-            UnitKind::Package => "an extension package from the packages setting",
-            UnitKind::Other => "not a known kind of extension file",
-        }
-    }
-}
-
 /// Where a unit was configured (`sourceInfo`'s `source` and `scope`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {

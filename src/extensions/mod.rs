@@ -1,16 +1,21 @@
-//! Extensions (`spec/extensions.md`). This release finds them but cannot run them yet.
+//! Extensions (`spec/extensions.md`): process extensions speaking pi-rpc's extension protocol
+//! (protocol 1), the UI sub-protocol, extension commands and tools.
 //!
-//! Discovery is complete: `-e` paths, the project's settings entries and `.pi/extensions/` (when
-//! the project is trusted), the user's settings entries and `<agentDir>/extensions/`, in pi's
-//! order, with pi's directory rules and the manifest/executable units of pi-rpc's extension
-//! protocol. What is missing is the runtime (process extensions, the UI sub-protocol, the Node
-//! host). Until it exists, a configured extension is a **load failure**, reported as pi reports
-//! one (stderr, exit 1): an extension is often a permission gate, and running without it would
-//! silently allow everything it was there to stop.
+//! `discovery` finds the units in pi's load order; `manifest` reads `*.ext.json`; `process`
+//! runs one child and its threads; `ui` holds the dialogs waiting for the client; `host` is
+//! the runtime the rest of pi-rpc talks to (dispatch with pi's combination rules, commands,
+//! tools, calls from extensions). TypeScript/JavaScript units need the Node extension host,
+//! which is not built yet: such a unit is a load failure, never skipped (an extension is often
+//! a permission gate, and running without it would silently allow everything it guards).
 
 pub mod discovery;
+pub(crate) mod host;
+pub(crate) mod manifest;
+pub(crate) mod process;
+pub(crate) mod ui;
 
 pub use discovery::{discover, DiscoveryOptions};
+pub use host::Extensions;
 
 /// Why start-up stops at an extension, with pi's two stderr lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,23 +36,5 @@ impl LoadFailure {
             ),
             "Hint: Start without extensions using \"pi-rpc --no-extensions\".".to_string(),
         ]
-    }
-}
-
-/// Start-up's extension step: discovery, then, as long as pi-rpc has no extension runtime, the
-/// first unit found is a load failure.
-pub fn load(opts: &DiscoveryOptions<'_>) -> Result<(), LoadFailure> {
-    let units = discover(opts)?;
-    match units.first() {
-        None => Ok(()),
-        Some(unit) => Err(LoadFailure {
-            path: unit.path.to_string_lossy().into_owned(),
-            message: format!(
-                "Failed to load extension: this pi-rpc ({}) cannot run extensions yet ({}); \
-                 remove it from the configuration or start with --no-extensions",
-                env!("CARGO_PKG_VERSION"),
-                unit.kind.describe()
-            ),
-        }),
     }
 }

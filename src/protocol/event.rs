@@ -119,6 +119,38 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The record's `type` (the name extensions subscribe to).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::AgentStart => "agent_start",
+            Event::AgentEnd { .. } => "agent_end",
+            Event::AgentSettled { .. } => "agent_settled",
+            Event::TurnStart => "turn_start",
+            Event::TurnEnd { .. } => "turn_end",
+            Event::MessageStart { .. } => "message_start",
+            Event::MessageUpdate { .. } => "message_update",
+            Event::MessageEnd { .. } => "message_end",
+            Event::ToolExecutionStart { .. } => "tool_execution_start",
+            Event::ToolExecutionUpdate { .. } => "tool_execution_update",
+            Event::ToolExecutionEnd { .. } => "tool_execution_end",
+            Event::QueueUpdate { .. } => "queue_update",
+            Event::CompactionStart { .. } => "compaction_start",
+            Event::CompactionEnd { .. } => "compaction_end",
+            Event::AutoRetryStart { .. } => "auto_retry_start",
+            Event::AutoRetryEnd { .. } => "auto_retry_end",
+            Event::SummarizationRetryScheduled { .. } => "summarization_retry_scheduled",
+            Event::SummarizationRetryAttemptStart { .. } => "summarization_retry_attempt_start",
+            Event::SummarizationRetryFinished => "summarization_retry_finished",
+            Event::EntryAppended { .. } => "entry_appended",
+            Event::SessionInfoChanged { .. } => "session_info_changed",
+            Event::ThinkingLevelChanged { .. } => "thinking_level_changed",
+            Event::BashExecutionUpdate { .. } => "bash_execution_update",
+            Event::ExtensionError { .. } => "extension_error",
+        }
+    }
+}
+
 /// Why a compaction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -4,6 +4,7 @@
 pub mod command;
 pub(crate) mod data;
 pub mod event;
+pub(crate) mod extension_ui;
 pub mod framing;
 pub(crate) mod message;
 pub mod response;

@@ -157,7 +157,6 @@ fn docs_body_for(root: &str) -> String {
     )
 }
 
-#[cfg(test)]
 /// The rendered prompt text: section values joined by blank lines.
 pub fn render(sections: &[(String, String)]) -> String {
     sections

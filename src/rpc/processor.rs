@@ -17,6 +17,7 @@ use crate::agent::session_ops::SessionOp;
 use crate::agent::state::{AutoSetting, PromptStart};
 use crate::agent::AgentSession;
 use crate::cancel::CancelToken;
+use crate::extensions::host::InputOutcome;
 use crate::output::Output;
 use crate::protocol::command::{Command, Incoming};
 use crate::protocol::message::BashExecutionMessage;
@@ -35,6 +36,26 @@ pub struct Processor {
     pub out: Output,
     /// Where session-level runs are started.
     pub agent: crossbeam_channel::Sender<AgentJob>,
+    /// Extension commands run here (asynchronously: their response comes from the extension's
+    /// reader thread).
+    pub ext: Arc<crate::extensions::Extensions>,
+    /// Where work that waits for extension handlers goes (the `ext-worker` thread), so the
+    /// processor never waits for an extension; `None` without extensions.
+    pub ext_jobs: Option<crossbeam_channel::Sender<ExtJob>>,
+    /// The processor's own input, for commands that continue after their handlers.
+    pub input: crossbeam_channel::Sender<Input>,
+}
+
+/// Work for the `ext-worker` thread: extension handlers, then what follows them.
+pub type ExtJob = Box<dyn FnOnce() + Send>;
+
+/// Starts the `ext-worker` thread, which runs [`ExtJob`]s in order.
+pub fn spawn_ext_worker() -> std::io::Result<crossbeam_channel::Sender<ExtJob>> {
+    let (tx, rx) = crossbeam_channel::bounded::<ExtJob>(64);
+    std::thread::Builder::new()
+        .name("ext-worker".into())
+        .spawn(move || rx.into_iter().for_each(|job| job()))?;
+    Ok(tx)
 }
 
 impl Processor {
@@ -47,6 +68,12 @@ impl Processor {
                     self.out.response(&Response::parse_error(id, error))
                 }
                 Input::Line(incoming) => self.handle(incoming),
+                Input::AfterInput { id, command } => self.dispatch_staged(id, command, true),
+                Input::ExtensionPrompt {
+                    text,
+                    images,
+                    behavior,
+                } => self.extension_prompt(&text, images, behavior),
             }
         }
         Exit::Eof
@@ -78,6 +105,128 @@ impl Processor {
     }
 
     fn dispatch(&self, id: Option<Value>, command: Command) {
+        self.dispatch_staged(id, command, false)
+    }
+
+    /// Runs `job` on the `ext-worker` thread; without one (or when it is full), here.
+    fn on_worker(&self, id: &Option<Value>, name: &'static str, job: ExtJob) {
+        match &self.ext_jobs {
+            Some(tx) => {
+                if let Err(e) = tx.try_send(job) {
+                    match e {
+                        crossbeam_channel::TrySendError::Full(_) => self.out.response(&Response::err(
+                            id.clone(),
+                            name,
+                            "too many commands are waiting for extension handlers",
+                        )),
+                        crossbeam_channel::TrySendError::Disconnected(job) => job(),
+                    }
+                }
+            }
+            None => job(),
+        }
+    }
+
+    /// `prompt` / `steer` / `follow_up` through the `input` handlers first (§A7.4): `handled`
+    /// answers the command; otherwise it comes back as [`Input::AfterInput`] with their text.
+    fn input_stage(&self, id: Option<Value>, command: Command) {
+        let name = command.name();
+        let streaming = self.session.lock().life.is_streaming();
+        let (text, images, behavior) = match &command {
+            Command::Prompt {
+                message,
+                images,
+                streaming_behavior,
+            } => (
+                message.clone(),
+                images.clone(),
+                streaming_behavior.map(|b| match b {
+                    crate::protocol::StreamingBehavior::Steer => "steer",
+                    crate::protocol::StreamingBehavior::FollowUp => "followUp",
+                }),
+            ),
+            Command::Steer { message, images } => (message.clone(), images.clone(), Some("steer")),
+            Command::FollowUp { message, images } => {
+                (message.clone(), images.clone(), Some("followUp"))
+            }
+            _ => return self.dispatch_staged(id, command, true),
+        };
+        let behavior = if streaming { behavior } else { None };
+        let ext = Arc::clone(&self.ext);
+        let out = self.out.clone();
+        let input = self.input.clone();
+        let job_id = id.clone();
+        self.on_worker(
+            &id,
+            name,
+            Box::new(move || {
+                let image_values: Vec<Value> = images
+                    .iter()
+                    .filter_map(|i| serde_json::to_value(i).ok())
+                    .collect();
+                match ext.input(&text, &image_values, "rpc", behavior) {
+                    InputOutcome::Handled => out.response(&Response::ok(
+                        job_id,
+                        name,
+                        Some(json!({"disposition": "handled"})),
+                    )),
+                    InputOutcome::Continue { text, images: new } => {
+                        let images = if new == image_values {
+                            images
+                        } else {
+                            new.into_iter()
+                                .filter_map(|v| serde_json::from_value(v).ok())
+                                .collect()
+                        };
+                        let command = match command {
+                            Command::Prompt {
+                                streaming_behavior, ..
+                            } => Command::Prompt {
+                                message: text,
+                                images,
+                                streaming_behavior,
+                            },
+                            Command::Steer { .. } => Command::Steer {
+                                message: text,
+                                images,
+                            },
+                            _ => Command::FollowUp {
+                                message: text,
+                                images,
+                            },
+                        };
+                        let _ = input.send(Input::AfterInput {
+                            id: job_id,
+                            command,
+                        });
+                    }
+                }
+            }),
+        );
+    }
+
+    /// The response of a command whose extension event (`model_select`,
+    /// `thinking_level_select`, `session_info_changed`) runs first: on the worker when a unit
+    /// subscribes, else at once.
+    fn after_event(&self, id: Option<Value>, name: &'static str, payload: Value, data: Option<Value>) {
+        let event = payload["type"].as_str().unwrap_or_default();
+        if !self.ext.wants(event) {
+            return self.out.response(&Response::ok(id, name, data));
+        }
+        let ext = Arc::clone(&self.ext);
+        let out = self.out.clone();
+        let job_id = id.clone();
+        self.on_worker(
+            &id,
+            name,
+            Box::new(move || {
+                ext.emit(&payload, None);
+                out.response(&Response::ok(job_id, name, data));
+            }),
+        );
+    }
+
+    fn dispatch_staged(&self, id: Option<Value>, command: Command, input_done: bool) {
         let name = command.name();
         let reply = |result: Result<Option<Value>, String>| match result {
             Ok(data) => self.out.response(&Response::ok(id.clone(), name, data)),
@@ -103,31 +252,59 @@ impl Processor {
                 reply(Ok(Some(json!({ "models": models }))));
             }
             Command::SetModel { provider, model_id } => {
+                let previous = self.session.lock().model.clone();
                 let result = self.session.lock().set_model(&provider, &model_id);
                 match result {
                     Ok((model, events)) => {
                         self.emit_all(events);
-                        reply(Ok(Some(json!(model))));
+                        let payload = json!({"type": "model_select", "model": model,
+                            "previousModel": previous, "source": "set"});
+                        self.after_event(id, name, payload, Some(json!(model)));
                     }
                     Err(e) => reply(Err(e)),
                 }
             }
             Command::CycleModel => {
+                let previous = self.session.lock().model.clone();
                 let (data, events) = self.session.lock().cycle_model();
                 self.emit_all(events);
-                reply(Ok(Some(data.unwrap_or(Value::Null))));
+                match data.as_ref().and_then(|d| d.get("model")).cloned() {
+                    Some(model) => {
+                        let payload = json!({"type": "model_select", "model": model,
+                            "previousModel": previous, "source": "cycle"});
+                        self.after_event(id, name, payload, data);
+                    }
+                    None => reply(Ok(Some(data.unwrap_or(Value::Null)))),
+                }
             }
             Command::SetThinkingLevel { level } => {
+                let previous = self.session.lock().thinking_level;
                 let events = self.session.lock().set_thinking_level(level);
+                let changed = !events.is_empty();
                 self.emit_all(events);
-                reply(Ok(None));
+                let current = self.session.lock().thinking_level;
+                if changed {
+                    let payload = json!({"type": "thinking_level_select", "level": current,
+                        "previousLevel": previous});
+                    self.after_event(id, name, payload, None);
+                } else {
+                    reply(Ok(None));
+                }
             }
             Command::CycleThinkingLevel => {
+                let previous = self.session.lock().thinking_level;
                 let (level, events) = self.session.lock().cycle_thinking_level();
+                let changed = !events.is_empty();
                 self.emit_all(events);
-                reply(Ok(Some(
-                    level.map_or(Value::Null, |l| json!({ "level": l })),
-                )));
+                let data = Some(level.map_or(Value::Null, |l| json!({ "level": l })));
+                match level {
+                    Some(l) if changed => {
+                        let payload = json!({"type": "thinking_level_select", "level": l,
+                            "previousLevel": previous});
+                        self.after_event(id, name, payload, data);
+                    }
+                    _ => reply(Ok(data)),
+                }
             }
             Command::GetAvailableThinkingLevels => {
                 let levels = self.session.lock().available_thinking_levels();
@@ -166,7 +343,12 @@ impl Processor {
                 );
             }
             Command::GetCommands => {
-                let data = self.session.lock().commands_json();
+                let mut data = self.session.lock().commands_json();
+                // Extension commands come first (pi's order).
+                let ext = self.ext.command_items();
+                if let Some(Value::Array(items)) = data.get_mut("commands") {
+                    items.splice(0..0, ext);
+                }
                 reply(Ok(Some(data)));
             }
             Command::GetSessionStats => {
@@ -193,12 +375,18 @@ impl Processor {
                     Err(e) => reply(Err(e.to_string())),
                 }
             }
-            Command::SetSessionName { name } => {
-                let result = self.session.lock().set_session_name(&name);
+            Command::SetSessionName { name: session_name } => {
+                let result = self.session.lock().set_session_name(&session_name);
                 match result {
                     Ok(event) => {
                         self.out.event(&event);
-                        reply(Ok(None));
+                        let payload = match &event {
+                            Event::SessionInfoChanged { name: Some(n) } => {
+                                json!({"type": "session_info_changed", "name": n})
+                            }
+                            _ => json!({"type": "session_info_changed"}),
+                        };
+                        self.after_event(id, name, payload, None);
                     }
                     Err(e) => reply(Err(e)),
                 }
@@ -207,6 +395,17 @@ impl Processor {
                 let (data, event) = self.session.lock().clear_queues();
                 self.out.event(&event);
                 reply(Ok(Some(data)));
+            }
+            Command::Steer { message, .. } | Command::FollowUp { message, .. }
+                if self.ext.queued_command_error(&message).is_some() =>
+            {
+                let error = self.ext.queued_command_error(&message).unwrap_or_default();
+                reply(Err(error));
+            }
+            command @ (Command::Steer { .. } | Command::FollowUp { .. })
+                if !input_done && self.ext.wants("input") =>
+            {
+                self.input_stage(id, command)
             }
             Command::Steer { message, images } | Command::FollowUp { message, images } => {
                 let queue = if name == "steer" {
@@ -221,6 +420,18 @@ impl Processor {
                 };
                 self.out.event(&event);
                 reply(Ok(Some(json!({ "disposition": "queued" }))));
+            }
+            Command::Prompt { message, .. }
+                if !input_done && self.ext.find_command(&message).is_some() =>
+            {
+                // An extension command runs even while streaming; the extension's reader
+                // thread writes the `handled` response when the handler is done (§A7.3).
+                if let Some((cmd, args)) = self.ext.find_command(&message) {
+                    self.ext.run_command(cmd, args, id.clone());
+                }
+            }
+            command @ Command::Prompt { .. } if !input_done && self.ext.wants("input") => {
+                self.input_stage(id, command)
             }
             Command::Prompt {
                 message,
@@ -331,6 +542,37 @@ impl Processor {
 }
 
 impl Processor {
+    /// An extension's `sendUserMessage`: a prompt (no template expansion) with no response;
+    /// a refusal is the extension's `extension_error` (`<runtime>`, `send_user_message`).
+    fn extension_prompt(
+        &self,
+        text: &str,
+        images: Vec<crate::protocol::ImageContent>,
+        behavior: Option<crate::protocol::StreamingBehavior>,
+    ) {
+        let start = self
+            .session
+            .lock()
+            .begin_prompt_with(text, images, behavior, false);
+        match start {
+            PromptStart::Rejected(error) => self.out.event(&Event::ExtensionError {
+                extension_path: "<runtime>".into(),
+                event: "send_user_message".into(),
+                error,
+            }),
+            PromptStart::Queued(event) => self.out.event(&event),
+            PromptStart::Run(user_message) => {
+                let job = AgentJob::Run {
+                    reply: None,
+                    user_message,
+                };
+                if self.agent.send(job).is_err() {
+                    self.session.lock().life.run_not_started();
+                }
+            }
+        }
+    }
+
     /// `compact`: aborts the active run and any earlier compaction, then hands the compaction to
     /// the agent thread, which answers once the summary is in (`rpc-protocol.md` §3.6). Prompts
     /// are refused from now until it is done.
@@ -396,9 +638,43 @@ impl Processor {
         };
         let out = self.out.clone();
         let state = Arc::clone(&self.session);
+        let ext = Arc::clone(&self.ext);
         let spawned = std::thread::Builder::new()
             .name("bash".into())
             .spawn(move || {
+                // `user_bash` handlers may answer the command themselves (§A4).
+                if ext.wants("user_bash") {
+                    let payload = json!({"type": "user_bash", "command": command,
+                        "excludeFromContext": exclude_from_context,
+                        "cwd": req.cwd.to_string_lossy()});
+                    match ext.user_bash(&payload) {
+                        Ok(None) => {}
+                        Ok(Some(data)) => {
+                            let mut s = state.lock();
+                            s.life.end_bash(run_id);
+                            let text = |k: &str| data.get(k).and_then(Value::as_str).map(str::to_string);
+                            let output = text("output").unwrap_or_default();
+                            let full = text("fullOutputPath");
+                            let message = BashExecutionMessage {
+                                command: &command,
+                                output: &output,
+                                exit_code: data.get("exitCode").and_then(Value::as_i64).map(|c| c as i32),
+                                cancelled: data["cancelled"].as_bool().unwrap_or(false),
+                                truncated: data["truncated"].as_bool().unwrap_or(false),
+                                full_output_path: full.as_deref().map(std::path::Path::new),
+                                timestamp: crate::util::now_ms(),
+                                exclude_from_context,
+                            };
+                            s.record_or_defer(message.to_value());
+                            drop(s);
+                            return out.response(&Response::ok(id, "bash", Some(data)));
+                        }
+                        Err(e) => {
+                            state.lock().life.end_bash(run_id);
+                            return out.response(&Response::err(id, "bash", e));
+                        }
+                    }
+                }
                 let result = crate::exec::bash::run_bash(&req, &cancel, &mut |delta| {
                     out.event(&Event::BashExecutionUpdate {
                         id: id.clone(),

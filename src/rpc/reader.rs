@@ -21,6 +21,19 @@ pub enum Input {
     Malformed { id: Option<Value>, error: String },
     /// stdin reached its end (or failed): the orderly shutdown begins.
     Eof,
+    /// A `prompt`, `steer` or `follow_up` whose `input` handlers are done (`extensions.md`
+    /// §A7.4): it continues with the text they left.
+    AfterInput {
+        id: Option<Value>,
+        command: crate::protocol::Command,
+    },
+    /// An extension's `pi.sendUserMessage` (`extensions.md` §A9): a prompt without template
+    /// expansion and without a response record, ordered with the commands.
+    ExtensionPrompt {
+        text: String,
+        images: Vec<crate::protocol::ImageContent>,
+        behavior: Option<crate::protocol::StreamingBehavior>,
+    },
 }
 
 /// Called for every `extension_ui_response` (answers a pending dialog, never a response record).

@@ -138,6 +138,7 @@ pub mod test_support {
     ) -> ToolContext<'a> {
         ToolContext {
             cwd,
+            call_id: "call",
             cancel,
             shell_path: None,
             shell_command_prefix: None,

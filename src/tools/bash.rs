@@ -807,6 +807,7 @@ mod tests {
     fn run_with(args: Value, cancel: &CancelToken, cwd: &Path, temp: &Path) -> Run {
         let ctx = ToolContext {
             cwd,
+            call_id: "call",
             cancel,
             shell_path: None,
             shell_command_prefix: None,

@@ -28,6 +28,8 @@ use crate::cancel::CancelToken;
 pub struct ToolContext<'a> {
     /// The session cwd; relative paths resolve against it.
     pub cwd: &'a std::path::Path,
+    /// The tool call's id (`toolCallId`).
+    pub call_id: &'a str,
     /// Fires on abort: tools stop promptly (`Operation aborted`; bash kills its process group).
     pub cancel: &'a CancelToken,
     /// Settings `shellPath` (must exist when set).
@@ -66,20 +68,20 @@ impl ToolOutput {
     }
 }
 
-/// One built-in tool.
+/// One tool: a built-in, or an extension's (`extensions::host::ExtTool`).
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// The description sent to the model (our own words).
     fn description(&self) -> String;
     /// The JSON schema of the arguments, in pi's shape
     /// (`{"type":"object","required":[..],"properties":{..}}`).
     fn parameters(&self) -> Value;
     /// One line for the system prompt's `tools` section (`- <name>: <snippet>`).
-    fn prompt_snippet(&self) -> Option<&'static str> {
+    fn prompt_snippet(&self) -> Option<&str> {
         None
     }
     /// Lines for the system prompt's `rules` section.
-    fn guidelines(&self) -> Vec<&'static str> {
+    fn guidelines(&self) -> Vec<&str> {
         Vec::new()
     }
     /// Normalizes legacy argument forms before validation (pi's `prepareArguments`: edit's
@@ -98,6 +100,10 @@ pub trait Tool: Send + Sync {
     /// moment after announcing the call, so a client that reads the file on
     /// `tool_execution_start` (to show a diff) reads it unchanged.
     fn changes_files(&self) -> bool {
+        false
+    }
+    /// Whether an extension registered the tool (replaced with its extension's runtime).
+    fn is_extension(&self) -> bool {
         false
     }
     /// Runs the tool. `on_update` receives cumulative partial results (`partialResult`).

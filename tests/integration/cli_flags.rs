@@ -412,12 +412,11 @@ fn a_configured_extension_is_never_silently_skipped() {
     assert_eq!(
         a.stderr(),
         format!(
-            "Error: Failed to load extension \"{}\": Failed to load extension: this pi-rpc ({}) \
-             cannot run extensions yet (a TypeScript/JavaScript extension); remove it from the \
-             configuration or start with --no-extensions\nHint: Start without extensions using \
-             \"pi-rpc --no-extensions\".\n",
-            gate.display(),
-            env!("CARGO_PKG_VERSION")
+            "Error: Failed to load extension \"{}\": Failed to load extension: \
+             TypeScript/JavaScript extensions need the Node extension host (set \
+             piRpc.nodeExtensionHost in settings.json or PI_RPC_NODE_EXTENSION_HOST=1)\n\
+             Hint: Start without extensions using \"pi-rpc --no-extensions\".\n",
+            gate.display()
         )
     );
     assert!(a.records.is_empty());

@@ -557,6 +557,11 @@ fn get_commands_lists_templates_and_skills() {
     assert_eq!(
         r["data"],
         json!({"commands": [
+            // pi's built-in extensions' commands come first (extensions.md §A8).
+            {"name": "llama", "description": "Manage llama.cpp router models", "source": "extension",
+             "sourceInfo": {"path": "builtin:llama.cpp", "source": "builtin", "scope": "temporary", "origin": "top-level"}},
+            {"name": "mcp", "description": "Manage MCP servers: sign in, reconnect, enable or disable, and change exposure", "source": "extension",
+             "sourceInfo": {"path": "builtin:mcp", "source": "builtin", "scope": "temporary", "origin": "top-level"}},
             {"name": "review", "description": "Review staged git changes", "source": "prompt",
              "sourceInfo": {"path": format!("{agent_dir}/prompts/review.md"), "source": "auto", "scope": "user", "origin": "top-level", "baseDir": agent_dir},
              "path": format!("{agent_dir}/prompts/review.md"), "location": "user"},

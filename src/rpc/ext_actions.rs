@@ -1,0 +1,261 @@
+//! The session side of extension calls (`extensions.md` §B7): `pi.*`, `ctx.*` and `session.*`
+//! methods over the shared state. They run on the calling extension's reader thread; each
+//! takes the state lock briefly and writes its wire effect (`entry_appended`,
+//! `session_info_changed`...) before the extension's next message is read. A prompt an
+//! extension sends (`pi.sendUserMessage`) goes through the processor, ordered with commands.
+
+use std::sync::{Arc, Weak};
+
+use crossbeam_channel::Sender;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use super::reader::Input;
+use crate::agent::AgentSession;
+use crate::cancel::CancelToken;
+use crate::extensions::host::Actions;
+use crate::extensions::Extensions;
+use crate::llm::ThinkingLevel;
+use crate::output::Output;
+use crate::protocol::{Event, ImageContent, StreamingBehavior};
+
+pub(crate) struct RpcActions {
+    pub session: Arc<Mutex<AgentSession>>,
+    pub out: Output,
+    pub to_processor: Sender<Input>,
+    pub ext: Weak<Extensions>,
+}
+
+fn text_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, String> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("missing string \"{key}\""))
+}
+
+/// `sendUserMessage` content: a string, or text and image blocks.
+fn user_content(content: &Value) -> Result<(String, Vec<ImageContent>), String> {
+    match content {
+        Value::String(s) => Ok((s.clone(), Vec::new())),
+        Value::Array(blocks) => {
+            let mut text = Vec::new();
+            let mut images = Vec::new();
+            for b in blocks {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        text.push(b.get("text").and_then(Value::as_str).unwrap_or_default())
+                    }
+                    Some("image") => images.push(
+                        serde_json::from_value(b.clone())
+                            .map_err(|e| format!("invalid image block: {e}"))?,
+                    ),
+                    _ => return Err("content blocks must be text or image".into()),
+                }
+            }
+            Ok((text.join("\n"), images))
+        }
+        _ => Err("content must be a string or an array of content blocks".into()),
+    }
+}
+
+impl Actions for RpcActions {
+    fn call(&self, method: &str, params: &Value) -> Result<Value, String> {
+        match method {
+            "pi.sendUserMessage" => {
+                let (text, images) = user_content(params.get("content").unwrap_or(&Value::Null))?;
+                let behavior = match params
+                    .get("options")
+                    .and_then(|o| o.get("deliverAs"))
+                    .and_then(Value::as_str)
+                {
+                    Some("steer") => Some(StreamingBehavior::Steer),
+                    Some("followUp") | Some("nextTurn") => Some(StreamingBehavior::FollowUp),
+                    _ => None,
+                };
+                self.to_processor
+                    .send(Input::ExtensionPrompt {
+                        text,
+                        images,
+                        behavior,
+                    })
+                    .map_err(|_| "pi-rpc is shutting down".to_string())?;
+                Ok(Value::Null)
+            }
+            "pi.appendEntry" => {
+                let custom_type = text_param(params, "customType")?;
+                let data = params.get("data").filter(|d| !d.is_null()).cloned();
+                let entry = self
+                    .session
+                    .lock()
+                    .session
+                    .append_custom(custom_type, data)
+                    .map_err(|e| e.to_string())?;
+                self.out.event(&Event::EntryAppended {
+                    entry: entry.to_value(),
+                });
+                Ok(Value::Null)
+            }
+            "pi.setSessionName" => {
+                let name = text_param(params, "name")?;
+                let event = self.session.lock().set_session_name(name)?;
+                self.out.event(&event);
+                Ok(Value::Null)
+            }
+            "pi.getSessionName" | "session.getSessionName" => Ok(self
+                .session
+                .lock()
+                .session
+                .session_name()
+                .map_or(Value::Null, Value::String)),
+            "pi.setLabel" => {
+                let target = text_param(params, "entryId")?;
+                let label = params.get("label").and_then(Value::as_str);
+                let entry = self
+                    .session
+                    .lock()
+                    .session
+                    .append_label(target, label.filter(|l| !l.is_empty()))
+                    .map_err(|e| e.to_string())?;
+                self.out.event(&Event::EntryAppended {
+                    entry: entry.to_value(),
+                });
+                Ok(Value::Null)
+            }
+            "pi.getActiveTools" => {
+                let s = self.session.lock();
+                Ok(json!(s
+                    .resources
+                    .tools
+                    .iter()
+                    .map(|t| t.name().to_string())
+                    .collect::<Vec<_>>()))
+            }
+            "pi.getAllTools" => {
+                let s = self.session.lock();
+                Ok(Value::Array(
+                    s.resources
+                        .tools
+                        .iter()
+                        .map(|t| {
+                            json!({"name": t.name(), "description": t.description(),
+                                   "parameters": t.parameters()})
+                        })
+                        .collect(),
+                ))
+            }
+            "pi.getCommands" => {
+                let mut data = self.session.lock().commands_json();
+                let ext = self
+                    .ext
+                    .upgrade()
+                    .map(|e| e.command_items())
+                    .unwrap_or_default();
+                let mut items = ext;
+                if let Some(Value::Array(rest)) = data.get_mut("commands").map(Value::take) {
+                    items.extend(rest);
+                }
+                Ok(Value::Array(items))
+            }
+            "pi.getThinkingLevel" => Ok(json!(self.session.lock().thinking_level)),
+            "pi.setThinkingLevel" => {
+                let level = text_param(params, "level")?;
+                let level = ThinkingLevel::parse(level)
+                    .ok_or_else(|| format!("Invalid thinking level: {level}"))?;
+                let events = self.session.lock().set_thinking_level(level);
+                events.iter().for_each(|e| self.out.event(e));
+                Ok(Value::Null)
+            }
+            "pi.setModel" => {
+                let provider = text_param(params, "provider")?;
+                let id = text_param(params, "modelId")?;
+                let result = self.session.lock().set_model(provider, id);
+                match result {
+                    Ok((_, events)) => {
+                        events.iter().for_each(|e| self.out.event(e));
+                        Ok(Value::Bool(true))
+                    }
+                    Err(_) => Ok(Value::Bool(false)),
+                }
+            }
+            "ctx.getState" => {
+                let s = self.session.lock();
+                Ok(json!({
+                    "model": s.model,
+                    "thinkingLevel": s.thinking_level,
+                    "isIdle": !s.life.is_streaming(),
+                    "hasPendingMessages": !s.queues.is_empty(),
+                    "session": {
+                        "id": s.session.session_id(),
+                        "file": s.session.session_file().map(|p| p.to_string_lossy().into_owned()),
+                        "name": s.session.session_name(),
+                        "leafId": s.session.leaf_id(),
+                    },
+                    "activeTools": s.resources.tools.iter().map(|t| t.name().to_string()).collect::<Vec<_>>(),
+                }))
+            }
+            "ctx.abort" => {
+                let answer = self.session.lock().life.request_abort(None);
+                if let crate::agent::lifecycle::AbortReply::Later(cancels) = answer {
+                    cancels.iter().for_each(CancelToken::cancel);
+                }
+                Ok(Value::Null)
+            }
+            "session.getEntries" | "session.getBranch" => {
+                let s = self.session.lock();
+                if method == "session.getBranch" {
+                    return Ok(Value::Array(
+                        s.session.branch().iter().map(|e| e.to_value()).collect(),
+                    ));
+                }
+                let text = s
+                    .session
+                    .entries_json_text(None)
+                    .map_err(|e| e.to_string())?;
+                drop(s);
+                let v: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+                Ok(v.get("entries")
+                    .cloned()
+                    .unwrap_or(Value::Array(Vec::new())))
+            }
+            "session.getEntry" => {
+                let id = text_param(params, "id")?;
+                Ok(self
+                    .session
+                    .lock()
+                    .session
+                    .entry(id)
+                    .map_or(Value::Null, |e| e.to_value()))
+            }
+            "session.getLeafId" => Ok(self
+                .session
+                .lock()
+                .session
+                .leaf_id()
+                .map_or(Value::Null, |s| Value::String(s.to_string()))),
+            "session.getSessionFile" => Ok(self
+                .session
+                .lock()
+                .session
+                .session_file()
+                .map_or(Value::Null, |p| p.to_string_lossy().into_owned().into())),
+            "session.getSessionId" => Ok(self.session.lock().session.session_id().into()),
+            "session.getHeader" => Ok(self.session.lock().session.header().to_value()),
+            "ctx.waitForIdle"
+            | "ctx.newSession"
+            | "ctx.fork"
+            | "ctx.switchSession"
+            | "ctx.navigateTree"
+            | "ctx.reload"
+            | "ctx.getSystemPromptOptions"
+            | "ctx.compact"
+            | "ctx.shutdown"
+            | "ctx.getContextUsage"
+            | "ctx.getSystemPrompt"
+            | "pi.sendMessage"
+            | "pi.setActiveTools"
+            | "session.getTree"
+            | "session.getLabel" => Err(format!("{method} is not supported by this pi-rpc yet")),
+            _ => Err(format!("Unknown method: {method}")),
+        }
+    }
+}
