@@ -7,7 +7,8 @@
 It starts target/release/examples/mock_llm with the script (default: the first EXT_DIR's
 demo-llm.json), writes a throwaway agent dir whose models.json points at it, starts
 target/release/pi-rpc there with `-e EXT_DIR` for each extension, sends each prompt (default:
-the script's "prompts" list) and waits for its response, and for the run's agent_settled when
+the script's "prompts" list, whose objects are sent as other RPC commands) and waits for its
+response, and for the run's agent_settled when
 the prompt started one. Dialogs (extension_ui_request confirm/select/input/editor) are
 answered by --answer: yes (confirm true, the first option, "demo" as input), no (confirm false,
 cancelled), none (never answered: the extension's timeout decides). At the end stdin is closed
@@ -138,9 +139,13 @@ def main():
                 reply["cancelled"] = True
             send(reply)
 
-        for n, text in enumerate(prompts, 1):
+        for n, item in enumerate(prompts, 1):
             pid = "p%d" % n
-            send({"id": pid, "type": "prompt", "message": text})
+            # A string is a prompt; an object is any other RPC command (e.g. new_session).
+            if isinstance(item, dict):
+                send(dict(item, id=pid))
+            else:
+                send({"id": pid, "type": "prompt", "message": item})
             started = []
 
             def done(msg, pid=pid, started=started):

@@ -137,7 +137,7 @@ def on_event(event, scope):
     if allowed:
         return None
     fire(scope, "ui.notify", message="Blocked: %s" % command, type="warning")
-    return {"block": True, "reason": "Blocked by the user (%s)" % ", ".join(reasons)}
+    return {"block": True, "reason": "Blocked: not allowed by the user (%s)" % ", ".join(reasons)}
 
 
 if __name__ == "__main__":
