@@ -383,7 +383,17 @@ pub fn run_rpc(session: AgentSession, plan: ExtensionPlan) -> i32 {
     };
     let (out, writer_handle) = writer::spawn(std::io::stdout(), Box::new(on_stdout_closed));
 
-    if let Err(e) = crate::exec::signals::spawn(|code| crate::exit::shutdown(code)) {
+    // SIGTERM / SIGHUP / SIGINT: the extensions get their `session_shutdown{quit}` (at most
+    // 3 s) and are stopped, then the process ends (extensions.md §B3).
+    let ext_slot: Arc<Mutex<Option<Arc<crate::extensions::Extensions>>>> = Arc::default();
+    let signal_slot = Arc::clone(&ext_slot);
+    if let Err(e) = crate::exec::signals::spawn(move |code| {
+        let ext = signal_slot.lock().clone();
+        if let Some(ext) = ext {
+            ext.shutdown();
+        }
+        crate::exit::shutdown(code)
+    }) {
         eprintln!("pi-rpc: cannot install signal handlers: {e}");
     }
 
@@ -405,6 +415,7 @@ pub fn run_rpc(session: AgentSession, plan: ExtensionPlan) -> i32 {
         }
     };
     session.lock().resources.tools.extend(ext.tools());
+    *ext_slot.lock() = Some(Arc::clone(&ext));
 
     let (tx, rx) = bounded(INPUT_CAPACITY);
     let processor_input = tx.clone();

@@ -80,7 +80,9 @@ fn record_message(rt: &Runtime, msg: &Value) -> Option<String> {
     let appended = if Role::of(msg) == Some(Role::Custom) {
         // An extension's message is a `custom_message` entry, as pi stores it.
         s.session.append_custom_message(
-            msg.get("customType").and_then(Value::as_str).unwrap_or_default(),
+            msg.get("customType")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
             msg.get("content").cloned().unwrap_or(Value::Null),
             msg.get("display").and_then(Value::as_bool).unwrap_or(true),
             msg.get("details").cloned(),
@@ -251,11 +253,20 @@ fn before_agent_start(rt: &Runtime, user_message: &Value, cancel: &CancelToken) 
         _ => Vec::new(),
     };
     let system_prompt = rt.state.lock().rendered_system_prompt();
-    let mut payload = serde_json::json!({
-        "type": "before_agent_start",
-        "messageType": "user",
-        "prompt": text,
-    });
+    let mut payload = if Role::of(user_message) == Some(Role::Custom) {
+        // A run an extension's `sendMessage({triggerTurn})` opened.
+        serde_json::json!({
+            "type": "before_agent_start",
+            "messageType": "custom",
+            "message": user_message,
+        })
+    } else {
+        serde_json::json!({
+            "type": "before_agent_start",
+            "messageType": "user",
+            "prompt": text,
+        })
+    };
     if !images.is_empty() {
         payload["images"] = Value::Array(images);
     }
@@ -476,6 +487,10 @@ fn low_level_run(
                 let outcomes = execute_tool_calls(rt, &calls, cancel, length_stop, &mut on_rewrite);
                 if outcomes.iter().any(|o| o.rewritten_arguments.is_some()) {
                     value = assistant.to_value();
+                }
+                // Every result of the batch asked to end the run: no further request.
+                if outcomes.iter().all(|o| o.terminate) {
+                    has_more_tool_calls = false;
                 }
                 for ToolCallOutcome { message, .. } in outcomes {
                     if let Some(id) = emit_whole_message(rt, message.clone(), &mut run_messages) {

@@ -35,6 +35,8 @@ pub struct ToolCallOutcome {
     /// edit `prepareArguments` mutates the tool call): the assistant message shows them from
     /// `turn_end` on.
     pub rewritten_arguments: Option<Value>,
+    /// The result asked to end the run after this batch (`terminate: true`).
+    pub terminate: bool,
 }
 
 /// A finished call: the wire result, whether it is an error, and how long it ran.
@@ -44,6 +46,7 @@ struct Finished {
     details: Option<Value>,
     is_error: bool,
     duration_ms: Option<u64>,
+    terminate: bool,
 }
 
 fn error_finished(text: &str, duration_ms: Option<u64>) -> Finished {
@@ -54,6 +57,7 @@ fn error_finished(text: &str, duration_ms: Option<u64>) -> Finished {
         details: Some(json!({})),
         is_error: true,
         duration_ms,
+        terminate: false,
     }
 }
 
@@ -72,12 +76,16 @@ fn output_finished(out: ToolOutput, duration_ms: u64) -> Finished {
     if out.is_error {
         result.insert("isError".into(), true.into());
     }
+    if out.terminate {
+        result.insert("terminate".into(), true.into());
+    }
     Finished {
         result: Value::Object(result),
         content,
         details: out.details,
         is_error: out.is_error,
         duration_ms: Some(duration_ms),
+        terminate: out.terminate,
     }
 }
 
@@ -204,6 +212,7 @@ pub fn execute_tool_calls(
     };
     let mut finished: Vec<Option<Finished>> = (0..calls.len()).map(|_| None).collect();
     let mut runnable: Vec<(usize, Arc<dyn Tool>, Value)> = Vec::new();
+    let mut terminating = vec![false; calls.len()];
 
     for (i, call) in calls.iter_mut().enumerate() {
         rt.emit(&Event::ToolExecutionStart {
@@ -241,7 +250,10 @@ pub fn execute_tool_calls(
                         Err(text) => Some(text),
                         Ok(_) if cancel.is_cancelled() => Some("Operation aborted".into()),
                         Ok(coerced) => match gate(rt, &call.id, &call.name, coerced, cancel) {
-                            Gate::Block(text) => Some(text),
+                            Gate::Block { reason, terminate } => {
+                                terminating[i] = terminate;
+                                Some(reason)
+                            }
                             Gate::Allow(_) if cancel.is_cancelled() => {
                                 Some("Operation aborted".into())
                             }
@@ -255,7 +267,13 @@ pub fn execute_tool_calls(
             }
         };
         if let Some(text) = failure {
-            let f = error_finished(&text, None);
+            let mut f = error_finished(&text, None);
+            if terminating[i] {
+                f.terminate = true;
+                if let Value::Object(m) = &mut f.result {
+                    m.insert("terminate".into(), true.into());
+                }
+            }
             rt.emit(&Event::ToolExecutionEnd {
                 tool_call_id: call.id.clone(),
                 tool_name: call.name.clone(),
@@ -396,6 +414,7 @@ pub fn execute_tool_calls(
             ToolCallOutcome {
                 message: message.to_value(),
                 rewritten_arguments: call.rewritten.then(|| call.args.clone()),
+                terminate: f.terminate,
             }
         })
         .collect()

@@ -174,8 +174,18 @@ pub(crate) struct ResolvedCommand {
 pub(crate) enum Gate {
     /// The call runs with these arguments (edited in place by handlers, or unchanged).
     Allow(Value),
-    /// The call is blocked; the text is its error result.
-    Block(String),
+    /// The call is blocked with this error text; `terminate` ends the run after the batch
+    /// when every call of it says so.
+    Block { reason: String, terminate: bool },
+}
+
+impl Gate {
+    fn block(reason: String) -> Gate {
+        Gate::Block {
+            reason,
+            terminate: false,
+        }
+    }
 }
 
 /// A `tool_result` patch, applied field by field.
@@ -200,6 +210,9 @@ pub struct Extensions {
     command_scopes: Mutex<HashMap<(usize, String), Vec<Value>>>,
     /// Set while processes are deliberately stopped: their end is not an error.
     stopping: AtomicBool,
+    /// Set while units initialize: an exit then is that unit's load failure (start-up) or
+    /// its `initialize` error (a replacement), not a `process` error.
+    initializing: AtomicBool,
     me: Weak<Extensions>,
 }
 
@@ -224,6 +237,7 @@ impl Extensions {
             actions: Mutex::new(None),
             command_scopes: Mutex::new(HashMap::new()),
             stopping: AtomicBool::new(false),
+            initializing: AtomicBool::new(false),
             me: me.clone(),
         })
     }
@@ -362,6 +376,7 @@ impl Extensions {
                 });
             }
         }
+        host.initializing.store(true, Ordering::SeqCst);
         for unit in &host.units {
             if let Err(e) = host.initialize(unit, "startup") {
                 host.stop_all();
@@ -371,6 +386,7 @@ impl Extensions {
                 });
             }
         }
+        host.initializing.store(false, Ordering::SeqCst);
         Ok(host)
     }
 
@@ -640,12 +656,15 @@ impl Extensions {
             Ok(id) => id,
             Err((text, _)) => return Err(WaitError::Unavailable(text)),
         };
+        // Without a token the channel stays open (and silent) for the whole wait.
         let (cancel_tx, cancel_rx) = bounded::<()>(1);
+        let hook_tx = cancel_tx.clone();
         let _hook = cancel.map(|c| {
             c.on_cancel(move || {
-                let _ = cancel_tx.try_send(());
+                let _ = hook_tx.try_send(());
             })
         });
+        let _keep_open = cancel_tx;
         let mut deadline = timeout.map(|t| Instant::now() + t);
         let mut cancelled_at: Option<Instant> = None;
         loop {
@@ -790,12 +809,12 @@ impl Extensions {
         let mut payload = payload.clone();
         for (unit, awaited) in self.subscribers("tool_call") {
             if unit.alive_process().is_none() {
-                return Gate::Block(format!("Extension {} is not running", unit.path));
+                return Gate::block(format!("Extension {} is not running", unit.path));
             }
             let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
                 None => continue,
-                Some(Err(e)) => return Gate::Block(e),
-                Some(Ok(o)) if !o.ok => return Gate::Block(o.error),
+                Some(Err(e)) => return Gate::block(e),
+                Some(Ok(o)) if !o.ok => return Gate::block(o.error),
                 Some(Ok(o)) => o,
             };
             if let Some(input) = outcome.mutated.as_ref().and_then(|m| m.get("input")) {
@@ -808,7 +827,10 @@ impl Extensions {
                         .and_then(Value::as_str)
                         .filter(|r| !r.is_empty())
                         .unwrap_or("Tool execution was blocked");
-                    return Gate::Block(reason.to_string());
+                    return Gate::Block {
+                        reason: reason.to_string(),
+                        terminate: v.get("terminate") == Some(&Value::Bool(true)),
+                    };
                 }
             }
         }
@@ -999,7 +1021,11 @@ impl Extensions {
 
     /// `context` (§A4): the messages of the next request (system messages removed), as
     /// replaced by handlers (`{messages}` or an in-place edit); `None` when unchanged.
-    pub fn context(&self, messages: Vec<Value>, cancel: Option<&CancelToken>) -> Option<Vec<Value>> {
+    pub fn context(
+        &self,
+        messages: Vec<Value>,
+        cancel: Option<&CancelToken>,
+    ) -> Option<Vec<Value>> {
         let mut current = messages;
         let mut changed = false;
         for (unit, awaited) in self.subscribers("context") {
@@ -1016,7 +1042,8 @@ impl Extensions {
                 }
                 Some(Ok(o)) => o,
             };
-            if let Some(Value::Array(m)) = outcome.mutated.as_ref().and_then(|m| m.get("messages")) {
+            if let Some(Value::Array(m)) = outcome.mutated.as_ref().and_then(|m| m.get("messages"))
+            {
                 current = m.clone();
                 changed = true;
             }
@@ -1047,7 +1074,7 @@ impl Extensions {
                 }
                 Some(Ok(o)) => o,
             };
-            for v in handler_values(outcome.value) {
+            if let Some(v) = handler_values(outcome.value).into_iter().next() {
                 match v.get("result") {
                     Some(r) if valid_bash_result(r) => return Ok(Some(r.clone())),
                     _ => {
@@ -1101,6 +1128,7 @@ impl Extensions {
         if self.units.is_empty() {
             return;
         }
+        self.initializing.store(true, Ordering::SeqCst);
         for unit in &self.units {
             if unit.alive_process().is_none() {
                 if let Some(old) = unit.process() {
@@ -1120,6 +1148,7 @@ impl Extensions {
                 }
             }
         }
+        self.initializing.store(false, Ordering::SeqCst);
         self.session_start(reason, previous_file);
     }
 
@@ -1169,7 +1198,8 @@ fn valid_bash_result(r: &Value) -> bool {
     r.get("output").is_some_and(Value::is_string)
         && r.get("cancelled").is_some_and(Value::is_boolean)
         && r.get("truncated").is_some_and(Value::is_boolean)
-        && r.get("exitCode").is_some_and(|c| c.is_number() || c.is_null())
+        && r.get("exitCode")
+            .is_some_and(|c| c.is_number() || c.is_null())
 }
 
 /// A unit's `value`: one handler's result, or an array of several handlers' results (§B6).
@@ -1485,6 +1515,7 @@ impl crate::tools::Tool for ExtTool {
             details: Some(v.get("details").cloned().unwrap_or_else(|| json!({}))),
             structured_content: v.get("structuredContent").cloned(),
             is_error: v.get("isError").and_then(Value::as_bool).unwrap_or(false),
+            terminate: v.get("terminate").and_then(Value::as_bool).unwrap_or(false),
         })
     }
 }
@@ -1587,7 +1618,7 @@ impl Inbox for Extensions {
 
     fn exited(&self, proc: &Arc<ExtProcess>, text: String) {
         self.dialogs.forget_process(proc);
-        if self.stopping.load(Ordering::SeqCst) {
+        if self.stopping.load(Ordering::SeqCst) || self.initializing.load(Ordering::SeqCst) {
             return;
         }
         if let Some(u) = self.unit_of(proc) {

@@ -58,6 +58,71 @@ fn user_content(content: &Value) -> Result<(String, Vec<ImageContent>), String> 
     }
 }
 
+impl RpcActions {
+    /// `pi.sendMessage` (§A9): idle, it is appended at once as a `custom` message with its
+    /// `message_start` / `message_end`; with `triggerTurn` it opens a run. While streaming pi
+    /// queues it; pi-rpc cannot queue custom messages yet and says so.
+    fn send_message(&self, params: &Value) -> Result<Value, String> {
+        let m = params
+            .get("message")
+            .filter(|m| m.is_object())
+            .ok_or("missing object \"message\"")?;
+        let mut msg = serde_json::Map::new();
+        msg.insert("role".into(), "custom".into());
+        msg.insert(
+            "customType".into(),
+            m.get("customType").cloned().unwrap_or(Value::Null),
+        );
+        msg.insert(
+            "content".into(),
+            m.get("content").cloned().unwrap_or(Value::Null),
+        );
+        msg.insert(
+            "display".into(),
+            m.get("display").cloned().unwrap_or(Value::Bool(true)),
+        );
+        if let Some(d) = m.get("details") {
+            msg.insert("details".into(), d.clone());
+        }
+        msg.insert("timestamp".into(), crate::util::now_ms().into());
+        let msg = Value::Object(msg);
+        let trigger = params
+            .get("options")
+            .and_then(|o| o.get("triggerTurn"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if self.session.lock().life.is_streaming() {
+            return Err(
+                "pi.sendMessage while the agent is streaming is not supported by this pi-rpc yet"
+                    .into(),
+            );
+        }
+        if trigger {
+            self.to_processor
+                .send(Input::ExtensionMessage { message: msg })
+                .map_err(|_| "pi-rpc is shutting down".to_string())?;
+            return Ok(Value::Null);
+        }
+        self.out.event(&Event::MessageStart {
+            message: msg.clone(),
+        });
+        self.out.event(&Event::MessageEnd {
+            message: msg.clone(),
+        });
+        let mut s = self.session.lock();
+        s.messages.push(msg.clone());
+        s.session
+            .append_custom_message(
+                msg["customType"].as_str().unwrap_or_default(),
+                msg["content"].clone(),
+                msg["display"].as_bool().unwrap_or(true),
+                msg.get("details").cloned(),
+            )
+            .map_err(|e| e.to_string())?;
+        Ok(Value::Null)
+    }
+}
+
 impl Actions for RpcActions {
     fn call(&self, method: &str, params: &Value) -> Result<Value, String> {
         match method {
@@ -81,6 +146,7 @@ impl Actions for RpcActions {
                     .map_err(|_| "pi-rpc is shutting down".to_string())?;
                 Ok(Value::Null)
             }
+            "pi.sendMessage" => self.send_message(params),
             "pi.appendEntry" => {
                 let custom_type = text_param(params, "customType")?;
                 let data = params.get("data").filter(|d| !d.is_null()).cloned();
@@ -193,6 +259,13 @@ impl Actions for RpcActions {
                     "activeTools": s.resources.tools.iter().map(|t| t.name().to_string()).collect::<Vec<_>>(),
                 }))
             }
+            "ctx.getSystemPrompt" => {
+                let s = self.session.lock();
+                Ok(match s.life.run_system_prompt() {
+                    Some(p) => p.into(),
+                    None => s.rendered_system_prompt().into(),
+                })
+            }
             "ctx.abort" => {
                 let answer = self.session.lock().life.request_abort(None);
                 if let crate::agent::lifecycle::AbortReply::Later(cancels) = answer {
@@ -250,8 +323,6 @@ impl Actions for RpcActions {
             | "ctx.compact"
             | "ctx.shutdown"
             | "ctx.getContextUsage"
-            | "ctx.getSystemPrompt"
-            | "pi.sendMessage"
             | "pi.setActiveTools"
             | "session.getTree"
             | "session.getLabel" => Err(format!("{method} is not supported by this pi-rpc yet")),

@@ -68,7 +68,8 @@ impl Processor {
                     self.out.response(&Response::parse_error(id, error))
                 }
                 Input::Line(incoming) => self.handle(incoming),
-                Input::AfterInput { id, command } => self.dispatch_staged(id, command, true),
+                Input::Continued { id, command } => self.dispatch_staged(id, command, true),
+                Input::ExtensionMessage { message } => self.extension_message(message),
                 Input::ExtensionPrompt {
                     text,
                     images,
@@ -114,11 +115,13 @@ impl Processor {
             Some(tx) => {
                 if let Err(e) = tx.try_send(job) {
                     match e {
-                        crossbeam_channel::TrySendError::Full(_) => self.out.response(&Response::err(
-                            id.clone(),
-                            name,
-                            "too many commands are waiting for extension handlers",
-                        )),
+                        crossbeam_channel::TrySendError::Full(_) => {
+                            self.out.response(&Response::err(
+                                id.clone(),
+                                name,
+                                "too many commands are waiting for extension handlers",
+                            ))
+                        }
                         crossbeam_channel::TrySendError::Disconnected(job) => job(),
                     }
                 }
@@ -128,7 +131,7 @@ impl Processor {
     }
 
     /// `prompt` / `steer` / `follow_up` through the `input` handlers first (§A7.4): `handled`
-    /// answers the command; otherwise it comes back as [`Input::AfterInput`] with their text.
+    /// answers the command; otherwise it comes back as [`Input::Continued`] with their text.
     fn input_stage(&self, id: Option<Value>, command: Command) {
         let name = command.name();
         let streaming = self.session.lock().life.is_streaming();
@@ -195,7 +198,7 @@ impl Processor {
                                 images,
                             },
                         };
-                        let _ = input.send(Input::AfterInput {
+                        let _ = input.send(Input::Continued {
                             id: job_id,
                             command,
                         });
@@ -208,7 +211,13 @@ impl Processor {
     /// The response of a command whose extension event (`model_select`,
     /// `thinking_level_select`, `session_info_changed`) runs first: on the worker when a unit
     /// subscribes, else at once.
-    fn after_event(&self, id: Option<Value>, name: &'static str, payload: Value, data: Option<Value>) {
+    fn after_event(
+        &self,
+        id: Option<Value>,
+        name: &'static str,
+        payload: Value,
+        data: Option<Value>,
+    ) {
         let event = payload["type"].as_str().unwrap_or_default();
         if !self.ext.wants(event) {
             return self.out.response(&Response::ok(id, name, data));
@@ -542,6 +551,42 @@ impl Processor {
 }
 
 impl Processor {
+    /// An extension's `sendMessage` with `triggerTurn`: a run opened by its `custom` message
+    /// (refused as a prompt would be; a refusal is the extension's `extension_error`).
+    fn extension_message(&self, message: Value) {
+        let start = {
+            let mut s = self.session.lock();
+            if s.life.is_streaming() {
+                PromptStart::Rejected(
+                    "Agent is already processing; pi-rpc cannot queue an extension's message yet"
+                        .into(),
+                )
+            } else {
+                s.begin_prompt_with("", Vec::new(), None, false)
+            }
+        };
+        match start {
+            PromptStart::Run(_) => {
+                let job = AgentJob::Run {
+                    reply: None,
+                    user_message: message,
+                };
+                if self.agent.send(job).is_err() {
+                    self.session.lock().life.run_not_started();
+                }
+            }
+            PromptStart::Rejected(error)
+            | PromptStart::Queued(Event::ExtensionError { error, .. }) => {
+                self.out.event(&Event::ExtensionError {
+                    extension_path: "<runtime>".into(),
+                    event: "send_message".into(),
+                    error,
+                })
+            }
+            PromptStart::Queued(_) => {}
+        }
+    }
+
     /// An extension's `sendUserMessage`: a prompt (no template expansion) with no response;
     /// a refusal is the extension's `extension_error` (`<runtime>`, `send_user_message`).
     fn extension_prompt(
@@ -652,13 +697,17 @@ impl Processor {
                         Ok(Some(data)) => {
                             let mut s = state.lock();
                             s.life.end_bash(run_id);
-                            let text = |k: &str| data.get(k).and_then(Value::as_str).map(str::to_string);
+                            let text =
+                                |k: &str| data.get(k).and_then(Value::as_str).map(str::to_string);
                             let output = text("output").unwrap_or_default();
                             let full = text("fullOutputPath");
                             let message = BashExecutionMessage {
                                 command: &command,
                                 output: &output,
-                                exit_code: data.get("exitCode").and_then(Value::as_i64).map(|c| c as i32),
+                                exit_code: data
+                                    .get("exitCode")
+                                    .and_then(Value::as_i64)
+                                    .map(|c| c as i32),
                                 cancelled: data["cancelled"].as_bool().unwrap_or(false),
                                 truncated: data["truncated"].as_bool().unwrap_or(false),
                                 full_output_path: full.as_deref().map(std::path::Path::new),

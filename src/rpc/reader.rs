@@ -23,10 +23,13 @@ pub enum Input {
     Eof,
     /// A `prompt`, `steer` or `follow_up` whose `input` handlers are done (`extensions.md`
     /// §A7.4): it continues with the text they left.
-    AfterInput {
+    Continued {
         id: Option<Value>,
         command: crate::protocol::Command,
     },
+    /// An extension's `pi.sendMessage` with `triggerTurn` while idle: a run that starts with
+    /// this `custom` message.
+    ExtensionMessage { message: Value },
     /// An extension's `pi.sendUserMessage` (`extensions.md` §A9): a prompt without template
     /// expansion and without a response record, ordered with the commands.
     ExtensionPrompt {

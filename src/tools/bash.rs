@@ -193,6 +193,7 @@ fn run_bash_tool(
             details,
             structured_content: structured,
             is_error: true,
+            terminate: false,
         });
     }
     Ok(ToolOutput {
@@ -200,6 +201,7 @@ fn run_bash_tool(
         details,
         structured_content: structured,
         is_error: false,
+        terminate: false,
     })
 }
 

@@ -220,6 +220,7 @@ fn edit_file(
         details: Some(diff.to_value()),
         structured_content: None,
         is_error: false,
+        terminate: false,
     })
 }
 

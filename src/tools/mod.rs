@@ -57,6 +57,9 @@ pub struct ToolOutput {
     pub structured_content: Option<Value>,
     /// A result that is an error without being a thrown error (bash non-zero exit).
     pub is_error: bool,
+    /// The run ends after this batch when every result of it says so (an extension tool's
+    /// `terminate: true`).
+    pub terminate: bool,
 }
 
 impl ToolOutput {

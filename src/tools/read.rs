@@ -201,6 +201,7 @@ fn read_text(
         details,
         structured_content: Some(Value::String(text)),
         is_error: false,
+        terminate: false,
     })
 }
 
@@ -518,6 +519,7 @@ fn read_image(
         details,
         structured_content: Some(structured),
         is_error: false,
+        terminate: false,
     })
 }
 
