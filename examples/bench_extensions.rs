@@ -13,12 +13,16 @@
 //!    runs each (default 20), median / p90 / min. Also 1 minimal Python extension, when
 //!    `python3` is on `PATH`, for comparison.
 //! 2. Added latency per awaited event round trip: one prompt whose scripted replies make TURNS
-//!    turns of CALLS `read` tool calls each (20 × 10), then a text reply; prompt → `agent_settled`
-//!    with no extension, with one that subscribes to nothing, and with subscriptions to
-//!    `tool_call`; to `turn_start`, `tool_call`, `tool_execution_start`, `tool_execution_end`; to
-//!    awaited `message_update`. Per-event cost = (median time − median time without extension)
-//!    / events sent to the extension (counted from stdout: one `tool_call` per
-//!    `tool_execution_start`).
+//!    turns of CALLS `read` tool calls each (20 × 20), then a text reply; prompt → `agent_settled`
+//!    with no extension, with one that subscribes to nothing, with one subscribed to `tool_call`,
+//!    and with one subscribed to `turn_start`, `tool_call`, `tool_execution_start` and
+//!    `tool_execution_end`. Per-event cost = (time − time without extension) / events sent to
+//!    the extension (counted from stdout: one `tool_call` per `tool_execution_start`), from the
+//!    medians and from the minimums (tool runs on a small machine are noisy; the minimums are
+//!    the steadier figure).
+//! 3. The same for a single streamed reply of DELTAS text deltas (3000) with an awaited
+//!    `message_update` subscription: one HTTP request, no tools, so the difference is almost
+//!    only the round trips.
 
 // Tests and tools: a panic is how they report a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -41,7 +45,8 @@ use serde_json::{json, Value};
 /// Set in a manifest's `env`: this binary then runs as the extension.
 const EXT_ENV: &str = "PI_RPC_BENCH_EXTENSION";
 const TURNS: usize = 20;
-const CALLS: usize = 10;
+const CALLS: usize = 20;
+const DELTAS: usize = 3000;
 
 // ---------------------------------------------------------------- the extension side
 
@@ -237,27 +242,38 @@ fn bench_startup(bin: &Path, runs: usize) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A scripted LLM for one prompt: TURNS replies of CALLS `read` calls, then text; `models.json`
-/// in `dir` points at it.
-fn start_mock(dir: &Path, run: usize) -> MockLlm {
-    let mock = MockLlm::start(json!({"replies": []}));
+/// The scripted replies of the tool workload: TURNS replies of CALLS `read` calls, then text.
+fn tool_replies(run: usize) -> Vec<Value> {
+    let mut replies: Vec<Value> = (0..TURNS)
+        .map(|t| {
+            let blocks: Vec<Value> = (0..CALLS)
+                .map(|c| {
+                    json!({"type": "tool_call", "id": format!("toolu_{run}_{t}_{c}"),
+                           "name": "read", "input": {"path": "small.txt"}})
+                })
+                .collect();
+            json!({"blocks": blocks, "chunk_size": 64})
+        })
+        .collect();
+    replies.push(json!({"blocks": [{"type": "text", "text": "Done reading."}], "chunk_size": 64}));
+    replies
+}
+
+/// The scripted reply of the streaming workload: DELTAS one-character text deltas.
+fn stream_replies(_run: usize) -> Vec<Value> {
+    let text: String = (0..DELTAS)
+        .map(|i| (b'a' + (i % 26) as u8) as char)
+        .collect();
+    vec![json!({"blocks": [{"type": "text", "text": text}], "chunk_size": 1})]
+}
+
+/// A scripted LLM serving `replies`, with `models.json` in `dir` pointing at it.
+fn start_mock(dir: &Path, replies: Vec<Value>) -> MockLlm {
+    let mock = MockLlm::start(json!({"replies": replies}));
     let models = json!({"providers": {"mock": {"baseUrl": mock.base_url(),
         "api": "anthropic-messages", "apiKey": "bench-key",
         "models": [{"id": "bench-model", "contextWindow": 200000, "maxTokens": 8192}]}}});
     std::fs::write(dir.join("models.json"), models.to_string()).expect("models.json");
-    for t in 0..TURNS {
-        let blocks: Vec<Value> = (0..CALLS)
-            .map(|c| {
-                json!({"type": "tool_call", "id": format!("toolu_{run}_{t}_{c}"), "name": "read",
-                       "input": {"path": "small.txt"}})
-            })
-            .collect();
-        mock.push_reply(json!({"blocks": blocks, "chunk_size": 64}));
-    }
-    mock.push_reply(
-        json!({"blocks": [{"type": "text", "text": "Done reading."}],
-                           "chunk_size": 64}),
-    );
     mock
 }
 
@@ -325,26 +341,21 @@ fn run_once(bin: &Path, dir: &Path, args: &[String]) -> Result<(Duration, RunCou
     Ok((elapsed, c))
 }
 
-fn bench_event_latency(bin: &Path, runs: usize) {
-    println!(
-        "2. added latency per awaited event: one prompt, {TURNS} turns x {CALLS} read calls + a text reply ({runs} runs each)"
-    );
+/// Which events of a run reached the extension, counted from stdout.
+type Events = fn(&RunCounts) -> usize;
+
+/// One workload (`replies` builds the script of a run; `tools` is the number of tool calls a
+/// run must show) under each configuration `(label, subscriptions or None for no extension,
+/// events the extension receives)`.
+fn bench_workload(
+    bin: &Path,
+    runs: usize,
+    replies: fn(usize) -> Vec<Value>,
+    tools: usize,
+    configs: &[(&str, Option<&str>, Events)],
+) {
     let dir = bench_support::agent_dir("ext-events", "{}");
     std::fs::write(dir.join("small.txt"), "one line\n").expect("small.txt");
-    let all = "turn_start,tool_call,tool_execution_start,tool_execution_end";
-    // (label, subscriptions or None for no extension, which counted events it receives)
-    type Events = fn(&RunCounts) -> usize;
-    let configs: Vec<(&str, Option<&str>, Events)> = vec![
-        ("no extension", None, |_| 0),
-        ("extension, no subscriptions", Some(""), |_| 0),
-        ("tool_call", Some("tool_call"), |c| c.tool_start),
-        ("4 events (turn/tool)", Some(all), |c| {
-            c.turn_start + 2 * c.tool_start + c.tool_end
-        }),
-        ("message_update (awaited)", Some("message_update"), |c| {
-            c.message_update
-        }),
-    ];
     let manifests: Vec<Option<String>> = configs
         .iter()
         .enumerate()
@@ -354,13 +365,16 @@ fn bench_event_latency(bin: &Path, runs: usize) {
     let mut events: Vec<usize> = vec![0; configs.len()];
     let mut failed: Vec<Option<String>> = vec![None; configs.len()];
     let mut run = 0usize;
-    for _ in 0..runs {
-        for i in 0..configs.len() {
+    for round in 0..runs {
+        // A different configuration goes first in each round, so whatever favours a position
+        // (the first run after a pause, CPU frequency) is spread over all of them.
+        for k in 0..configs.len() {
+            let i = (round + k) % configs.len();
             if failed[i].is_some() {
                 continue;
             }
             run += 1;
-            let mock = start_mock(&dir, run);
+            let mock = start_mock(&dir, replies(run));
             let mut args: Vec<String> = ["--provider", "mock", "--model", "bench-model"]
                 .iter()
                 .map(|s| s.to_string())
@@ -370,7 +384,7 @@ fn bench_event_latency(bin: &Path, runs: usize) {
             }
             match run_once(bin, &dir, &args) {
                 Ok((d, counts)) => {
-                    assert_eq!(counts.tool_start, TURNS * CALLS, "tool calls per run");
+                    assert_eq!(counts.tool_start, tools, "tool calls per run");
                     times[i].push(d.as_secs_f64() * 1e6);
                     events[i] = (configs[i].2)(&counts);
                 }
@@ -387,27 +401,31 @@ fn bench_event_latency(bin: &Path, runs: usize) {
         t.sort_by(f64::total_cmp);
         percentile(&t, 0.5)
     };
-    let base = median_of(&times[0]);
+    let min_of = |t: &[f64]| t.iter().copied().fold(f64::INFINITY, f64::min);
+    let (base, base_min) = (median_of(&times[0]), min_of(&times[0]));
+    println!("   (added = this configuration's time - the time without extension; per event = added / events)");
     for (i, (label, _, _)) in configs.iter().enumerate() {
         if let Some(err) = &failed[i] {
             println!("   {label:<28} did not run: {err}");
             continue;
         }
-        let median = median_of(&times[i]);
-        let added = median - base;
-        let per_event = if events[i] > 0 {
-            format!(
-                "{:6.1} µs per event ({} events/run)",
-                added / events[i] as f64,
-                events[i]
-            )
-        } else {
-            "(no events sent)".to_string()
+        let (median, min) = (median_of(&times[i]), min_of(&times[i]));
+        let per_event = |added: f64| {
+            if events[i] > 0 {
+                format!("{:6.1} µs/event", added / events[i] as f64)
+            } else {
+                "-".to_string()
+            }
         };
         println!(
-            "   {label:<28} median {:8.2} ms, +{:7.2} ms: {per_event}",
+            "   {label:<28} {:>4} events/run | median {:7.2} ms, added {:+7.2} ms, {} | min {:7.2} ms, added {:+7.2} ms, {}",
+            events[i],
             median / 1e3,
-            added / 1e3,
+            (median - base) / 1e3,
+            per_event(median - base),
+            min / 1e3,
+            (min - base_min) / 1e3,
+            per_event(min - base_min),
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -427,5 +445,38 @@ fn main() {
     }
     let bin: PathBuf = bench_support::release_binary();
     bench_startup(&bin, runs);
-    bench_event_latency(&bin, (runs / 2).max(3));
+    let runs = (runs / 2).max(3);
+    println!(
+        "2. added latency per awaited event: one prompt, {TURNS} turns x {CALLS} read calls + a text reply ({runs} runs each)"
+    );
+    let all = "turn_start,tool_call,tool_execution_start,tool_execution_end";
+    bench_workload(
+        &bin,
+        runs,
+        tool_replies,
+        TURNS * CALLS,
+        &[
+            ("no extension", None, |_| 0),
+            ("extension, no subscriptions", Some(""), |_| 0),
+            ("tool_call", Some("tool_call"), |c| c.tool_start),
+            ("4 events (turn/tool)", Some(all), |c| {
+                c.turn_start + 2 * c.tool_start + c.tool_end
+            }),
+        ],
+    );
+    println!(
+        "3. the same with one streamed reply of {DELTAS} text deltas and awaited message_update ({runs} runs each)"
+    );
+    bench_workload(
+        &bin,
+        runs,
+        stream_replies,
+        0,
+        &[
+            ("no extension", None, |_| 0),
+            ("message_update (awaited)", Some("message_update"), |c| {
+                c.message_update
+            }),
+        ],
+    );
 }
