@@ -92,6 +92,15 @@ fn execute(
     if cancel.is_cancelled() {
         return Err(Failure::Cancelled);
     }
+    // `session_before_compact` (extensions.md §A4): cancel, or a summary of the extension's.
+    let from_extension = match before_compact(rt, reason, prep, custom_instructions, cancel) {
+        Hook::Cancel => return Err(Failure::Cancelled),
+        Hook::Compaction(c) => Some(c),
+        Hook::Default => None,
+    };
+    if let Some(c) = from_extension {
+        return record(rt, reason, c, true, cancel);
+    }
     let (model, mut options, retry, registry) = {
         let s = rt.state.lock();
         if !s.registry.has_credentials(&s.model.provider) {
@@ -165,34 +174,144 @@ fn execute(
                 SummaryError::Failed(m) => Failure::Failed(m),
             })?;
 
+    let summary = Summary {
+        summary,
+        first_kept_entry_id: prep.first_kept_entry_id.clone(),
+        tokens_before: prep.tokens_before,
+        usage: Some(usage),
+        details: Some(details),
+    };
+    record(rt, reason, summary, false, cancel)
+}
+
+/// A compaction's content: the summarizer's, or an extension's (`fromExtension`).
+struct Summary {
+    summary: String,
+    first_kept_entry_id: String,
+    tokens_before: u64,
+    usage: Option<Value>,
+    details: Option<Value>,
+}
+
+/// What `session_before_compact` handlers decided.
+enum Hook {
+    Default,
+    Cancel,
+    Compaction(Summary),
+}
+
+fn before_compact(
+    rt: &Runtime,
+    reason: CompactionReason,
+    prep: &Preparation,
+    custom_instructions: Option<&str>,
+    cancel: &CancelToken,
+) -> Hook {
+    if !rt.ext.wants("session_before_compact") {
+        return Hook::Default;
+    }
+    let branch: Vec<Value> = rt
+        .state
+        .lock()
+        .session
+        .branch()
+        .iter()
+        .map(|e| e.to_value())
+        .collect();
+    let mut preparation = serde_json::json!({
+        "firstKeptEntryId": prep.first_kept_entry_id,
+        "messagesToSummarize": prep.messages_to_summarize,
+        "turnPrefixMessages": prep.turn_prefix_messages,
+        "isSplitTurn": prep.is_split_turn,
+        "tokensBefore": prep.tokens_before,
+    });
+    if let Some(p) = &prep.previous_summary {
+        preparation["previousSummary"] = p.clone().into();
+    }
+    let mut payload = serde_json::json!({
+        "type": "session_before_compact",
+        "preparation": preparation,
+        "branchEntries": branch,
+    });
+    if let Some(c) = custom_instructions {
+        payload["customInstructions"] = c.into();
+    }
+    payload["reason"] = to_value(&reason);
+    payload["willRetry"] = (reason == CompactionReason::Overflow).into();
+    let results = rt.ext.emit_until_cancel(&payload, Some(cancel));
+    let Some(last) = results.last() else {
+        return Hook::Default;
+    };
+    if last.get("cancel").is_some_and(crate::js::value::js_truthy) {
+        return Hook::Cancel;
+    }
+    match last.get("compaction") {
+        Some(c) if c.get("summary").is_some_and(Value::is_string) => Hook::Compaction(Summary {
+            summary: c["summary"].as_str().unwrap_or_default().to_string(),
+            first_kept_entry_id: c
+                .get("firstKeptEntryId")
+                .and_then(Value::as_str)
+                .unwrap_or(&prep.first_kept_entry_id)
+                .to_string(),
+            tokens_before: c
+                .get("tokensBefore")
+                .and_then(Value::as_u64)
+                .unwrap_or(prep.tokens_before),
+            usage: c.get("usage").cloned(),
+            details: c.get("details").cloned(),
+        }),
+        _ => Hook::Default,
+    }
+}
+
+/// Appends the `compaction` entry, rebuilds the context, tells `session_compact` handlers, and
+/// returns the CompactionResult.
+fn record(
+    rt: &Runtime,
+    reason: CompactionReason,
+    c: Summary,
+    from_extension: bool,
+    cancel: &CancelToken,
+) -> Result<Value, Failure> {
     let mut s = rt.state.lock();
     if cancel.is_cancelled() {
         return Err(Failure::Cancelled);
     }
     // The checkpoint: the system prompt and tools declared so far, replayed into one message.
     let system_message = current_system_message(&s.messages.to_vec(), None);
-    s.session
+    let entry = s
+        .session
         .append_compaction(
-            &summary,
-            Some(&prep.first_kept_entry_id),
-            prep.tokens_before,
-            Some(details.clone()),
-            Some(usage.clone()),
-            false,
+            &c.summary,
+            Some(&c.first_kept_entry_id),
+            c.tokens_before,
+            c.details.clone(),
+            c.usage.clone(),
+            from_extension,
             system_message,
         )
         .map_err(|e| Failure::Failed(e.to_string()))?;
     s.rebuild_messages();
     let estimated_after: u64 = s.messages.iter().map(|m| estimate_tokens(&m)).sum();
     drop(s);
+    if rt.ext.wants("session_compact") {
+        let mut payload = serde_json::json!({
+            "type": "session_compact",
+            "compactionEntry": entry.to_value(),
+            "fromExtension": from_extension,
+        });
+        payload["reason"] = to_value(&reason);
+        payload["willRetry"] = (reason == CompactionReason::Overflow).into();
+        rt.ext.emit(&payload, None);
+    }
 
     Ok(to_value(&CompactionResult {
-        summary,
-        first_kept_entry_id: prep.first_kept_entry_id.clone(),
-        tokens_before: prep.tokens_before,
+        summary: c.summary,
+        first_kept_entry_id: c.first_kept_entry_id,
+        tokens_before: c.tokens_before,
         estimated_tokens_after: estimated_after,
-        usage,
-        details,
+        usage: c.usage,
+        details: c.details,
     }))
 }
 

@@ -493,10 +493,13 @@ fn low_level_run(
                     has_more_tool_calls = false;
                 }
                 for ToolCallOutcome { message, .. } in outcomes {
-                    if let Some(id) = emit_whole_message(rt, message.clone(), &mut run_messages) {
+                    if let Some(id) = emit_whole_message(rt, message, &mut run_messages) {
                         last_ids.push(id);
                     }
-                    results.push(message);
+                    // As a `message_end` handler left it (turn_end shows the replacement).
+                    if let Some(m) = run_messages.last() {
+                        results.push(m.clone());
+                    }
                 }
             }
             emit(

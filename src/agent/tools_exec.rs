@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::runtime::Runtime;
 use crate::cancel::CancelToken;
-use crate::extensions::host::{Gate, ResultPatch};
+use crate::extensions::dispatch::{Gate, ResultPatch};
 use crate::llm::types::ContentBlock;
 use crate::protocol::message::ToolResultMessage;
 use crate::protocol::Event;
@@ -147,7 +147,9 @@ fn patch_result(
     if let Some(e) = patch.is_error {
         f.is_error = e;
     }
-    let error_flag = f.result.get("isError").is_some() || patch.is_error.is_some();
+    // pi rebuilds the result from content, details and structuredContent: `isError` stays
+    // only where the tool's own result had it (bash's non-zero exit).
+    let error_flag = f.result.get("isError").is_some();
     let structured = match patch.structured_content {
         Some(s) => s,
         None => f.result.get("structuredContent").cloned(),

@@ -1,13 +1,11 @@
 //! The extension host (`extensions.md` Part B): the units in load order with their
-//! registrations, event dispatch with pi's combination rules, commands, tools, and the calls
-//! extensions make.
+//! registrations, start-up and the `initialize` handshake, waiting for a request's result
+//! (with cancellation and deadlines), session replacement and shutdown.
 //!
-//! Dispatch runs on the thread that reaches the event (the agent thread for agent events, the
-//! processor for none: commands are asynchronous) and waits for each subscribed unit in load
-//! order, without holding the state lock. Calls from an extension are served on its process's
-//! reader thread, in arrival order, so a handler's UI reaches stdout before the result that
-//! releases the event (§B13). State-changing calls go through [`Actions`], which the RPC layer
-//! implements over the session state.
+//! The rest of the host's methods live by concern: `dispatch` (events with pi's combination
+//! rules), `commands`, `ext_tool` (extension tools) and `calls` (what extensions ask of pi-rpc).
+//! Dispatch runs on the thread that reaches the event and waits for each subscribed unit in
+//! load order, without holding the state lock.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,8 +24,7 @@ use super::LoadFailure;
 use crate::cancel::CancelToken;
 use crate::output::Output;
 use crate::protocol::command::UiResponse;
-use crate::protocol::extension_ui::{degraded_value, UiMethod};
-use crate::protocol::{Event, Response};
+use crate::protocol::Event;
 
 /// How long a cancelled request's result is waited for (§B11).
 const CANCEL_GRACE: Duration = Duration::from_millis(1000);
@@ -57,9 +54,9 @@ pub(crate) struct HostOptions {
 }
 
 #[derive(Clone, Debug)]
-struct Subscription {
-    event: String,
-    awaited: bool,
+pub(super) struct Subscription {
+    pub(super) event: String,
+    pub(super) awaited: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -86,33 +83,33 @@ pub(crate) struct FlagReg {
 }
 
 #[derive(Clone, Debug, Default)]
-struct Registrations {
-    subscriptions: Vec<Subscription>,
-    commands: Vec<CommandReg>,
-    tools: Vec<ToolReg>,
-    flags: Vec<FlagReg>,
+pub(super) struct Registrations {
+    pub(super) subscriptions: Vec<Subscription>,
+    pub(super) commands: Vec<CommandReg>,
+    pub(super) tools: Vec<ToolReg>,
+    pub(super) flags: Vec<FlagReg>,
 }
 
 /// One extension unit.
 pub(crate) struct Unit {
     /// The unit path (a manifest's absolute path), as `extension_error` and `sourceInfo` name it.
     pub path: String,
-    source_info: Value,
-    launch: Launch,
-    proc: Mutex<Option<Arc<ExtProcess>>>,
-    regs: Mutex<Registrations>,
+    pub(super) source_info: Value,
+    pub(super) launch: Launch,
+    pub(super) proc: Mutex<Option<Arc<ExtProcess>>>,
+    pub(super) regs: Mutex<Registrations>,
 }
 
 impl Unit {
-    fn process(&self) -> Option<Arc<ExtProcess>> {
+    pub(super) fn process(&self) -> Option<Arc<ExtProcess>> {
         self.proc.lock().clone()
     }
 
-    fn alive_process(&self) -> Option<Arc<ExtProcess>> {
+    pub(super) fn alive_process(&self) -> Option<Arc<ExtProcess>> {
         self.process().filter(|p| p.is_alive())
     }
 
-    fn subscription(&self, event: &str) -> Option<bool> {
+    pub(super) fn subscription(&self, event: &str) -> Option<bool> {
         self.regs
             .lock()
             .subscriptions
@@ -124,19 +121,19 @@ impl Unit {
 
 /// A built-in command (§B2): pi's `llama` and `mcp` extension commands, served natively.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Builtin {
+pub(super) enum Builtin {
     Llama,
     Mcp,
 }
 
 impl Builtin {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Builtin::Llama => "llama",
             Builtin::Mcp => "mcp",
         }
     }
-    fn description(self) -> &'static str {
+    pub(super) fn description(self) -> &'static str {
         match self {
             Builtin::Llama => "Manage llama.cpp router models",
             Builtin::Mcp => {
@@ -144,7 +141,7 @@ impl Builtin {
             }
         }
     }
-    fn path(self) -> &'static str {
+    pub(super) fn path(self) -> &'static str {
         match self {
             Builtin::Llama => "builtin:llama.cpp",
             Builtin::Mcp => "builtin:mcp",
@@ -152,68 +149,23 @@ impl Builtin {
     }
 }
 
-/// Who a command belongs to.
-#[derive(Clone)]
-enum CommandOwner {
-    Unit(Arc<Unit>),
-    Builtin(Builtin),
-}
-
-/// A command as `get_commands` and `prompt "/name"` see it.
-#[derive(Clone)]
-pub(crate) struct ResolvedCommand {
-    /// The invocation name (`name`, or `name:N` when several extensions registered it).
-    pub invocation: String,
-    registered: String,
-    description: Option<String>,
-    owner: CommandOwner,
-}
-
-/// How a `tool_call` dispatch ended.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Gate {
-    /// The call runs with these arguments (edited in place by handlers, or unchanged).
-    Allow(Value),
-    /// The call is blocked with this error text; `terminate` ends the run after the batch
-    /// when every call of it says so.
-    Block { reason: String, terminate: bool },
-}
-
-impl Gate {
-    fn block(reason: String) -> Gate {
-        Gate::Block {
-            reason,
-            terminate: false,
-        }
-    }
-}
-
-/// A `tool_result` patch, applied field by field.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct ResultPatch {
-    pub content: Option<Value>,
-    pub details: Option<Value>,
-    pub structured_content: Option<Option<Value>>,
-    pub is_error: Option<bool>,
-}
-
 /// The extension host.
 pub struct Extensions {
-    units: Vec<Arc<Unit>>,
-    builtins: Vec<Builtin>,
-    dialogs: Arc<Dialogs>,
-    out: Output,
-    opts: HostOptions,
-    actions: Mutex<Option<Arc<dyn Actions>>>,
+    pub(super) units: Vec<Arc<Unit>>,
+    pub(super) builtins: Vec<Builtin>,
+    pub(super) dialogs: Arc<Dialogs>,
+    pub(super) out: Output,
+    pub(super) opts: HostOptions,
+    pub(super) actions: Mutex<Option<Arc<dyn Actions>>>,
     /// Commands waiting for their result, by (process, request id): their deferred
     /// `sendUserMessage` calls run after the `handled` response.
-    command_scopes: Mutex<HashMap<(usize, String), Vec<Value>>>,
+    pub(super) command_scopes: Mutex<HashMap<(usize, String), Vec<Value>>>,
     /// Set while processes are deliberately stopped: their end is not an error.
-    stopping: AtomicBool,
+    pub(super) stopping: AtomicBool,
     /// Set while units initialize: an exit then is that unit's load failure (start-up) or
     /// its `initialize` error (a replacement), not a `process` error.
-    initializing: AtomicBool,
-    me: Weak<Extensions>,
+    pub(super) initializing: AtomicBool,
+    pub(super) me: Weak<Extensions>,
 }
 
 /// The extensions of a run without any: dispatch costs one check.
@@ -222,7 +174,7 @@ impl Extensions {
         Self::with_units(Vec::new(), Vec::new(), out, HostOptions::inert())
     }
 
-    fn with_units(
+    pub(super) fn with_units(
         units: Vec<Arc<Unit>>,
         builtins: Vec<Builtin>,
         out: Output,
@@ -257,7 +209,7 @@ impl Extensions {
         self.dialogs.answer(r);
     }
 
-    fn error(&self, path: &str, event: &str, error: String) {
+    pub(super) fn error(&self, path: &str, event: &str, error: String) {
         self.out.event(&Event::ExtensionError {
             extension_path: path.to_string(),
             event: event.to_string(),
@@ -265,7 +217,7 @@ impl Extensions {
         });
     }
 
-    fn unit_of(&self, proc: &Arc<ExtProcess>) -> Option<Arc<Unit>> {
+    pub(super) fn unit_of(&self, proc: &Arc<ExtProcess>) -> Option<Arc<Unit>> {
         self.units
             .iter()
             .find(|u| u.process().is_some_and(|p| Arc::ptr_eq(&p, proc)))
@@ -274,7 +226,7 @@ impl Extensions {
 }
 
 impl HostOptions {
-    fn inert() -> HostOptions {
+    pub(super) fn inert() -> HostOptions {
         HostOptions {
             cwd: std::path::PathBuf::from("/"),
             agent_dir: std::path::PathBuf::from("/"),
@@ -287,7 +239,7 @@ impl HostOptions {
 }
 
 /// `sourceInfo` of a unit (§A2).
-fn source_info(unit: &FoundUnit, opts: &HostOptions) -> Value {
+pub(super) fn source_info(unit: &FoundUnit, opts: &HostOptions) -> Value {
     let path = unit.path.to_string_lossy().into_owned();
     match unit.source {
         Source::Cli => {
@@ -314,7 +266,7 @@ fn source_info(unit: &FoundUnit, opts: &HostOptions) -> Value {
 }
 
 /// How a unit starts, or why it cannot (§B2).
-fn launch_of(unit: &FoundUnit) -> Result<Launch, String> {
+pub(super) fn launch_of(unit: &FoundUnit) -> Result<Launch, String> {
     match unit.kind {
         UnitKind::Manifest => manifest::read(&unit.path),
         UnitKind::Executable => Ok(Launch {
@@ -378,11 +330,11 @@ impl Extensions {
         }
         host.initializing.store(true, Ordering::SeqCst);
         for unit in &host.units {
-            if let Err(e) = host.initialize(unit, "startup") {
+            if let Err(message) = host.initialize(unit, "startup") {
                 host.stop_all();
                 return Err(LoadFailure {
                     path: unit.path.clone(),
-                    message: format!("Failed to load extension: {e}"),
+                    message,
                 });
             }
         }
@@ -390,7 +342,7 @@ impl Extensions {
         Ok(host)
     }
 
-    fn spawn_unit(&self, unit: &Arc<Unit>) -> Result<(), String> {
+    pub(super) fn spawn_unit(&self, unit: &Arc<Unit>) -> Result<(), String> {
         let inbox: Arc<dyn Inbox> = match self.me.upgrade() {
             Some(me) => me,
             None => return Err("the extension host is gone".into()),
@@ -407,9 +359,19 @@ impl Extensions {
     }
 
     /// The `initialize` handshake; the unit's registrations are replaced by the answer's.
-    fn initialize(&self, unit: &Arc<Unit>, reason: &str) -> Result<(), String> {
+    /// The error is the whole message after `Failed to load extension "<path>": `: pi-rpc's
+    /// `Failed to load extension: …` texts, or a unit's own `error` as it sent it (a Node-host
+    /// unit sends pi's texts, prefix included; §B3).
+    pub(super) fn initialize(&self, unit: &Arc<Unit>, reason: &str) -> Result<(), String> {
+        self.handshake(unit, reason).map_err(|e| match e {
+            InitError::Host(text) => format!("Failed to load extension: {text}"),
+            InitError::Unit(text) => text,
+        })
+    }
+
+    fn handshake(&self, unit: &Arc<Unit>, reason: &str) -> Result<(), InitError> {
         let Some(proc) = unit.process() else {
-            return Err("extension process is not running".into());
+            return Err(InitError::Host("extension process is not running".into()));
         };
         let mut fields = Map::new();
         fields.insert("protocol".into(), manifest::PROTOCOL.into());
@@ -443,22 +405,31 @@ impl Extensions {
                 }
                 WaitError::Aborted => "initialize was cancelled".into(),
                 WaitError::Unavailable(text) => text,
-            })?;
+            })
+            .map_err(InitError::Host)?;
         if !outcome.ok {
-            return Err(outcome.error);
+            // The handshake threw: as a throwing factory in pi.
+            return Err(InitError::Host(outcome.error));
         }
         let units = outcome
             .value
             .get("units")
             .and_then(Value::as_array)
-            .ok_or("malformed initialize result: no \"units\" array")?;
+            .ok_or_else(|| {
+                InitError::Host("malformed initialize result: no \"units\" array".into())
+            })?;
         let answer = units
             .iter()
             .find(|u| u.get("ext").and_then(Value::as_str) == Some(unit.path.as_str()))
             .or_else(|| (units.len() == 1).then(|| &units[0]))
-            .ok_or_else(|| format!("malformed initialize result: no unit {}", unit.path))?;
+            .ok_or_else(|| {
+                InitError::Host(format!(
+                    "malformed initialize result: no unit {}",
+                    unit.path
+                ))
+            })?;
         if let Some(e) = answer.get("error") {
-            return Err(crate::js::value::js_template(Some(e)));
+            return Err(InitError::Unit(crate::js::value::js_template(Some(e))));
         }
         let mut regs = Registrations::default();
         add_registrations(&mut regs, answer);
@@ -525,7 +496,7 @@ impl Extensions {
 
 /// Reads registrations (`initialize` unit answer or `register` message) into `regs`: lists
 /// append; a command or tool of an existing name replaces it in place.
-fn add_registrations(regs: &mut Registrations, v: &Value) {
+pub(super) fn add_registrations(regs: &mut Registrations, v: &Value) {
     let items = |key: &str| {
         v.get(key)
             .and_then(Value::as_array)
@@ -612,9 +583,17 @@ fn add_registrations(regs: &mut Registrations, v: &Value) {
     }
 }
 
+/// Why an `initialize` handshake failed.
+enum InitError {
+    /// pi-rpc's own reason (prefixed `Failed to load extension: `).
+    Host(String),
+    /// The unit's `error` text (or a failed result's message), as sent.
+    Unit(String),
+}
+
 /// Why waiting for a request's result ended without one.
 #[derive(Debug)]
-enum WaitError {
+pub(super) enum WaitError {
     /// The process ended (the text says how).
     Gone(String),
     /// The request could not be sent.
@@ -626,7 +605,7 @@ enum WaitError {
 }
 
 impl WaitError {
-    fn text(&self, timeout: Option<Duration>) -> String {
+    pub(super) fn text(&self, timeout: Option<Duration>) -> String {
         match self {
             WaitError::Gone(t) | WaitError::Unavailable(t) => t.clone(),
             WaitError::Aborted => "Operation aborted".into(),
@@ -642,7 +621,7 @@ impl Extensions {
     /// Sends a request and waits for its result. `cancel` (the run's token) sends `cancel`,
     /// dismisses the request's dialogs and waits [`CANCEL_GRACE`] more; `deadline` bounds the
     /// wait (the clock stops while a dialog of the request waits for the client, §B11).
-    fn wait(
+    pub(super) fn wait(
         &self,
         proc: &Arc<ExtProcess>,
         kind: &str,
@@ -717,379 +696,9 @@ impl Extensions {
             }
         }
     }
+}
 
-    /// The units subscribed to `event` (with whether they are awaited), in load order.
-    fn subscribers(&self, event: &str) -> Vec<(Arc<Unit>, bool)> {
-        self.units
-            .iter()
-            .filter_map(|u| u.subscription(event).map(|a| (Arc::clone(u), a)))
-            .collect()
-    }
-
-    /// Whether any unit subscribes to `event` (cheap: the hot path of every wire event).
-    pub fn wants(&self, event: &str) -> bool {
-        !self.units.is_empty() && self.units.iter().any(|u| u.subscription(event).is_some())
-    }
-
-    /// Sends `payload` (an event object with `type`) to one unit and waits; `None` when the
-    /// unit is not awaited (a notification was sent) or not running.
-    fn send_event(
-        &self,
-        unit: &Unit,
-        awaited: bool,
-        payload: &Value,
-        cancel: Option<&CancelToken>,
-        timeout: Option<Duration>,
-    ) -> Option<Result<Outcome, String>> {
-        let proc = unit.alive_process()?;
-        let mut fields = Map::new();
-        fields.insert("ext".into(), unit.path.clone().into());
-        fields.insert("event".into(), payload.clone());
-        if !awaited {
-            proc.notify("event", fields);
-            return None;
-        }
-        let timeout = timeout.or(self.opts.handler_timeout);
-        Some(
-            self.wait(&proc, "event", fields, cancel, timeout, &mut |_| {})
-                .map_err(|e| e.text(timeout)),
-        )
-    }
-
-    /// An observed event (§A4's generic dispatch): every subscribed unit in load order; a
-    /// failure is an `extension_error` and the next unit still runs. Returns each awaited
-    /// unit's handler results (an array result is several handlers' results).
-    pub fn emit(&self, payload: &Value, cancel: Option<&CancelToken>) -> Vec<Value> {
-        self.emit_until(payload, cancel, None, |_| false)
-    }
-
-    fn emit_until(
-        &self,
-        payload: &Value,
-        cancel: Option<&CancelToken>,
-        timeout: Option<Duration>,
-        stop: impl Fn(&Value) -> bool,
-    ) -> Vec<Value> {
-        let Some(name) = payload.get("type").and_then(Value::as_str) else {
-            return Vec::new();
-        };
-        let mut results = Vec::new();
-        for (unit, awaited) in self.subscribers(name) {
-            match self.send_event(&unit, awaited, payload, cancel, timeout) {
-                None => {}
-                Some(Err(e)) => self.error(&unit.path, name, e),
-                Some(Ok(o)) if !o.ok => self.error(&unit.path, name, o.error),
-                Some(Ok(o)) => {
-                    for v in handler_values(o.value) {
-                        let done = stop(&v);
-                        results.push(v);
-                        if done {
-                            return results;
-                        }
-                    }
-                }
-            }
-        }
-        results
-    }
-
-    /// A `session_before_*` event: true when a handler cancelled (§A4).
-    pub fn emit_cancellable(&self, payload: &Value) -> bool {
-        let results = self.emit_until(payload, None, None, |v| {
-            v.get("cancel").is_some_and(crate::js::value::js_truthy)
-        });
-        results
-            .last()
-            .is_some_and(|v| v.get("cancel").is_some_and(crate::js::value::js_truthy))
-    }
-
-    /// `tool_call` (§A4, §B6, §B12): first block wins; `mutated.input` edits chain; a failed
-    /// handler blocks with its message; a dead subscribed unit blocks every call.
-    pub fn tool_call(&self, payload: &Value, cancel: Option<&CancelToken>) -> Gate {
-        let mut payload = payload.clone();
-        for (unit, awaited) in self.subscribers("tool_call") {
-            if unit.alive_process().is_none() {
-                return Gate::block(format!("Extension {} is not running", unit.path));
-            }
-            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
-                None => continue,
-                Some(Err(e)) => return Gate::block(e),
-                Some(Ok(o)) if !o.ok => return Gate::block(o.error),
-                Some(Ok(o)) => o,
-            };
-            if let Some(input) = outcome.mutated.as_ref().and_then(|m| m.get("input")) {
-                payload["input"] = input.clone();
-            }
-            for v in handler_values(outcome.value) {
-                if v.get("block").is_some_and(crate::js::value::js_truthy) {
-                    let reason = v
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .filter(|r| !r.is_empty())
-                        .unwrap_or("Tool execution was blocked");
-                    return Gate::Block {
-                        reason: reason.to_string(),
-                        terminate: v.get("terminate") == Some(&Value::Bool(true)),
-                    };
-                }
-            }
-        }
-        Gate::Allow(payload.get("input").cloned().unwrap_or(Value::Null))
-    }
-
-    /// `tool_result` (§A4): each unit sees the result as patched by the earlier ones. The
-    /// payload holds `content`, `details`, `structuredContent?` and `isError`.
-    pub fn tool_result(&self, payload: &Value, cancel: Option<&CancelToken>) -> ResultPatch {
-        let mut payload = payload.clone();
-        let mut patch = ResultPatch::default();
-        for (unit, awaited) in self.subscribers("tool_result") {
-            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "tool_result", e);
-                    continue;
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "tool_result", o.error);
-                    continue;
-                }
-                Some(Ok(o)) => o,
-            };
-            for v in handler_values(outcome.value) {
-                let Value::Object(m) = v else { continue };
-                if let Some(c) = m.get("content") {
-                    patch.content = Some(c.clone());
-                    payload["content"] = c.clone();
-                    // pi rebuilds the result from the patch: new content without
-                    // structuredContent drops the old one.
-                    if !m.contains_key("structuredContent") {
-                        patch.structured_content = Some(None);
-                        if let Value::Object(p) = &mut payload {
-                            p.remove("structuredContent");
-                        }
-                    }
-                }
-                if let Some(d) = m.get("details") {
-                    patch.details = Some(d.clone());
-                    payload["details"] = d.clone();
-                }
-                if let Some(s) = m.get("structuredContent") {
-                    patch.structured_content = Some(Some(s.clone()));
-                    payload["structuredContent"] = s.clone();
-                }
-                if let Some(e) = m.get("isError").and_then(Value::as_bool) {
-                    patch.is_error = Some(e);
-                    payload["isError"] = e.into();
-                }
-            }
-        }
-        patch
-    }
-
-    /// `message_end` (§A4): a handler may replace the message with one of the same role.
-    pub fn message_end(&self, message: &Value, cancel: Option<&CancelToken>) -> Option<Value> {
-        let role = message.get("role").cloned();
-        let mut current: Option<Value> = None;
-        for (unit, awaited) in self.subscribers("message_end") {
-            let payload =
-                json!({"type": "message_end", "message": current.as_ref().unwrap_or(message)});
-            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "message_end", e);
-                    continue;
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "message_end", o.error);
-                    continue;
-                }
-                Some(Ok(o)) => o,
-            };
-            for v in handler_values(outcome.value) {
-                let Some(m) = v.get("message") else { continue };
-                if m.get("role").cloned() == role {
-                    current = Some(m.clone());
-                } else {
-                    self.error(
-                        &unit.path,
-                        "message_end",
-                        "message_end handlers must return a message with the same role".into(),
-                    );
-                }
-            }
-        }
-        current
-    }
-
-    /// `input` (§A4, §A7.4): transforms chain, `handled` ends the dispatch. `images` are the
-    /// prompt's image blocks.
-    pub fn input(
-        &self,
-        text: &str,
-        images: &[Value],
-        source: &str,
-        streaming_behavior: Option<&str>,
-    ) -> InputOutcome {
-        let mut text = text.to_string();
-        let mut images = images.to_vec();
-        for (unit, awaited) in self.subscribers("input") {
-            let mut payload = json!({"type": "input", "text": text});
-            if !images.is_empty() {
-                payload["images"] = Value::Array(images.clone());
-            }
-            payload["source"] = source.into();
-            if let Some(b) = streaming_behavior {
-                payload["streamingBehavior"] = b.into();
-            }
-            let outcome = match self.send_event(&unit, awaited, &payload, None, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "input", e);
-                    continue;
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "input", o.error);
-                    continue;
-                }
-                Some(Ok(o)) => o,
-            };
-            for v in handler_values(outcome.value) {
-                match v.get("action").and_then(Value::as_str) {
-                    Some("handled") => return InputOutcome::Handled,
-                    Some("transform") => {
-                        if let Some(t) = v.get("text").and_then(Value::as_str) {
-                            text = t.to_string();
-                        }
-                        if let Some(Value::Array(i)) = v.get("images") {
-                            images = i.clone();
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        InputOutcome::Continue { text, images }
-    }
-
-    /// `before_agent_start` (§A4): the messages handlers inject (as `custom` messages after the
-    /// user message) and the system prompt the last handler set for this run.
-    pub fn before_agent_start(
-        &self,
-        payload: &Value,
-        cancel: Option<&CancelToken>,
-    ) -> (Vec<Value>, Option<String>) {
-        let mut payload = payload.clone();
-        let mut messages = Vec::new();
-        let mut system_prompt = None;
-        for (unit, awaited) in self.subscribers("before_agent_start") {
-            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "before_agent_start", e);
-                    continue;
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "before_agent_start", o.error);
-                    continue;
-                }
-                Some(Ok(o)) => o,
-            };
-            for v in handler_values(outcome.value) {
-                if let Some(m) = v.get("message").filter(|m| m.is_object()) {
-                    let mut msg = Map::new();
-                    msg.insert("role".into(), "custom".into());
-                    for key in ["customType", "content", "display", "details"] {
-                        if let Some(x) = m.get(key) {
-                            msg.insert(key.into(), x.clone());
-                        }
-                    }
-                    if !msg.contains_key("display") {
-                        msg.insert("display".into(), true.into());
-                    }
-                    msg.insert("timestamp".into(), crate::util::now_ms().into());
-                    messages.push(Value::Object(msg));
-                }
-                if let Some(p) = v.get("systemPrompt").and_then(Value::as_str) {
-                    system_prompt = Some(p.to_string());
-                    // Later handlers see the prompt as changed (§A4).
-                    payload["systemPrompt"] = p.into();
-                }
-            }
-        }
-        (messages, system_prompt)
-    }
-
-    /// `context` (§A4): the messages of the next request (system messages removed), as
-    /// replaced by handlers (`{messages}` or an in-place edit); `None` when unchanged.
-    pub fn context(
-        &self,
-        messages: Vec<Value>,
-        cancel: Option<&CancelToken>,
-    ) -> Option<Vec<Value>> {
-        let mut current = messages;
-        let mut changed = false;
-        for (unit, awaited) in self.subscribers("context") {
-            let payload = json!({"type": "context", "messages": current});
-            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "context", e);
-                    continue;
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "context", o.error);
-                    continue;
-                }
-                Some(Ok(o)) => o,
-            };
-            if let Some(Value::Array(m)) = outcome.mutated.as_ref().and_then(|m| m.get("messages"))
-            {
-                current = m.clone();
-                changed = true;
-            }
-            for v in handler_values(outcome.value) {
-                if let Some(Value::Array(m)) = v.get("messages") {
-                    current = m.clone();
-                    changed = true;
-                }
-            }
-        }
-        changed.then_some(current)
-    }
-
-    /// `user_bash` (§A4, §B14): the first valid `{result}` is the `bash` command's response
-    /// data; a throw or an invalid shape fails the command with the message (after an
-    /// `extension_error`). `Ok(None)`: no handler answered, the command runs.
-    pub fn user_bash(&self, payload: &Value) -> Result<Option<Value>, String> {
-        for (unit, awaited) in self.subscribers("user_bash") {
-            let outcome = match self.send_event(&unit, awaited, payload, None, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "user_bash", e.clone());
-                    return Err(e);
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "user_bash", o.error.clone());
-                    return Err(o.error);
-                }
-                Some(Ok(o)) => o,
-            };
-            if let Some(v) = handler_values(outcome.value).into_iter().next() {
-                match v.get("result") {
-                    Some(r) if valid_bash_result(r) => return Ok(Some(r.clone())),
-                    _ => {
-                        let e = "user_bash handler returned an invalid result (pi-rpc supports \
-                                 {result: {output, exitCode, cancelled, truncated}} only)"
-                            .to_string();
-                        self.error(&unit.path, "user_bash", e.clone());
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        Ok(None)
-    }
-
+impl Extensions {
     /// `session_start` then `resources_discover` (§A4, §A7.1).
     pub fn session_start(&self, reason: &str, previous_file: Option<&str>) {
         let mut payload = json!({"type": "session_start", "reason": reason});
@@ -1184,455 +793,12 @@ impl Extensions {
     }
 }
 
-/// What `input` handlers decided.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum InputOutcome {
-    /// Go on with this text and these image blocks.
-    Continue { text: String, images: Vec<Value> },
-    /// A handler took the input: the command answers `disposition:"handled"`.
-    Handled,
-}
-
-/// The RPC `bash` response shape a `user_bash` `{result}` must have.
-fn valid_bash_result(r: &Value) -> bool {
-    r.get("output").is_some_and(Value::is_string)
-        && r.get("cancelled").is_some_and(Value::is_boolean)
-        && r.get("truncated").is_some_and(Value::is_boolean)
-        && r.get("exitCode")
-            .is_some_and(|c| c.is_number() || c.is_null())
-}
-
-/// A unit's `value`: one handler's result, or an array of several handlers' results (§B6).
-fn handler_values(v: Value) -> Vec<Value> {
-    match v {
-        Value::Null => Vec::new(),
-        Value::Array(items) => items.into_iter().filter(|v| !v.is_null()).collect(),
-        other => vec![other],
-    }
-}
-
-// ---- commands ----------------------------------------------------------------------------
-
-impl Extensions {
-    /// Every command in `get_commands` order with its invocation name: unit commands in load
-    /// and registration order, then the built-ins; a name registered by several owners becomes
-    /// `name:1`, `name:2`... in load order, skipping taken names (§A8).
-    pub(crate) fn commands(&self) -> Vec<ResolvedCommand> {
-        let mut all: Vec<ResolvedCommand> = Vec::new();
-        for u in &self.units {
-            for c in u.regs.lock().commands.clone() {
-                all.push(ResolvedCommand {
-                    invocation: c.name.clone(),
-                    registered: c.name,
-                    description: c.description,
-                    owner: CommandOwner::Unit(Arc::clone(u)),
-                });
-            }
-        }
-        for b in &self.builtins {
-            all.push(ResolvedCommand {
-                invocation: b.name().into(),
-                registered: b.name().into(),
-                description: Some(b.description().into()),
-                owner: CommandOwner::Builtin(*b),
-            });
-        }
-        let mut counts: HashMap<String, usize> = HashMap::new();
-        for c in &all {
-            *counts.entry(c.registered.clone()).or_default() += 1;
-        }
-        let mut taken: std::collections::HashSet<String> = all
-            .iter()
-            .filter(|c| counts[&c.registered] == 1)
-            .map(|c| c.registered.clone())
-            .collect();
-        let mut next: HashMap<String, usize> = HashMap::new();
-        for c in all.iter_mut() {
-            if counts[&c.registered] > 1 {
-                let n = next.entry(c.registered.clone()).or_insert(0);
-                loop {
-                    *n += 1;
-                    let candidate = format!("{}:{}", c.registered, n);
-                    if taken.insert(candidate.clone()) {
-                        c.invocation = candidate;
-                        break;
-                    }
-                }
-            }
-        }
-        all
-    }
-
-    /// `get_commands` items of the extension commands (§A8).
-    pub fn command_items(&self) -> Vec<Value> {
-        self.commands()
-            .into_iter()
-            .map(|c| {
-                let mut m = Map::new();
-                m.insert("name".into(), c.invocation.into());
-                if let Some(d) = c.description {
-                    m.insert("description".into(), d.into());
-                }
-                m.insert("source".into(), "extension".into());
-                let info = match &c.owner {
-                    CommandOwner::Unit(u) => u.source_info.clone(),
-                    CommandOwner::Builtin(b) => json!({"path": b.path(), "source": "builtin",
-                        "scope": "temporary", "origin": "top-level"}),
-                };
-                m.insert("sourceInfo".into(), info);
-                Value::Object(m)
-            })
-            .collect()
-    }
-
-    /// The extension command `text` invokes (`/name args`), with its arguments (§A7.3).
-    pub(crate) fn find_command(&self, text: &str) -> Option<(ResolvedCommand, String)> {
-        let rest = text.strip_prefix('/')?;
-        if self.units.is_empty() && self.builtins.is_empty() {
-            return None;
-        }
-        let (name, args) = match rest.find(' ') {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, ""),
-        };
-        self.commands()
-            .into_iter()
-            .find(|c| c.invocation == name)
-            .map(|c| (c, args.to_string()))
-    }
-
-    /// Runs a command for `prompt` (§B8): the response `{"disposition":"handled"}` is written
-    /// when the handler's result arrives (after its UI and errors), on the process's reader
-    /// thread; the caller returns at once. `sendUserMessage` calls made meanwhile run after it.
-    pub(crate) fn run_command(&self, cmd: ResolvedCommand, args: String, reply_id: Option<Value>) {
-        let handled = {
-            let out = self.out.clone();
-            move || {
-                out.response(&Response::ok(
-                    reply_id,
-                    "prompt",
-                    Some(json!({"disposition": "handled"})),
-                ))
-            }
-        };
-        let unit = match cmd.owner {
-            CommandOwner::Builtin(b) => {
-                self.run_builtin(b, &args);
-                return handled();
-            }
-            CommandOwner::Unit(u) => u,
-        };
-        let error_path = format!("command:{}", cmd.invocation);
-        let Some(proc) = unit.alive_process() else {
-            self.error(
-                &error_path,
-                "command",
-                format!("Extension {} is not running", unit.path),
-            );
-            return handled();
-        };
-        let me = self.me.clone();
-        let key_proc = Arc::as_ptr(&proc) as usize;
-        let scope_slot: Arc<Mutex<Option<String>>> = Arc::default();
-        let slot = Arc::clone(&scope_slot);
-        let on_done = move |result: Result<Outcome, String>| {
-            let Some(me) = me.upgrade() else { return };
-            match result {
-                Ok(o) if o.ok => {}
-                Ok(o) => me.error(&error_path, "command", o.error),
-                Err(e) => me.error(&error_path, "command", e),
-            }
-            handled();
-            let deferred = slot
-                .lock()
-                .take()
-                .and_then(|id| me.command_scopes.lock().remove(&(key_proc, id)))
-                .unwrap_or_default();
-            for params in deferred {
-                if let Err(e) = me.perform("pi.sendUserMessage", &params) {
-                    me.error("<runtime>", "send_user_message", e);
-                }
-            }
-        };
-        let mut fields = Map::new();
-        fields.insert("ext".into(), unit.path.clone().into());
-        fields.insert("name".into(), cmd.registered.clone().into());
-        fields.insert("args".into(), args.into());
-        // The scope is registered before the request is sent, under the same lock the
-        // completion takes, so a call made at once in the handler finds it.
-        let mut scopes = self.command_scopes.lock();
-        match proc.request("command", fields, Waiter::Callback(Box::new(on_done))) {
-            Ok(id) => {
-                if proc.is_pending(&id) {
-                    scopes.insert((key_proc, id.clone()), Vec::new());
-                    *scope_slot.lock() = Some(id);
-                }
-            }
-            Err((text, waiter)) => {
-                drop(scopes);
-                if let Waiter::Callback(f) = waiter {
-                    f(Err(text));
-                }
-            }
-        }
-    }
-
-    /// `/llama` and `/mcp` in RPC mode (§A8).
-    fn run_builtin(&self, b: Builtin, args: &str) {
-        let notify = |message: String, kind: &str| {
-            let m = UiMethod::Notify {
-                message,
-                notify_type: Some(kind.to_string()),
-            };
-            self.out
-                .record(&crate::protocol::extension_ui::UiRequest::new(
-                    &uuid::Uuid::new_v4().to_string(),
-                    &m,
-                ));
-        };
-        match b {
-            Builtin::Llama => notify("/llama is available in interactive mode".into(), "warning"),
-            Builtin::Mcp => {
-                let verb = args.split(' ').next().unwrap_or("");
-                if !matches!(verb, "" | "login" | "logout" | "reconnect") {
-                    return notify(
-                        "Usage: /mcp, /mcp login [server], /mcp logout [server], /mcp reconnect [server]"
-                            .into(),
-                        "warning",
-                    );
-                }
-                let global = self.opts.agent_dir.join("mcp.json");
-                let project = self.opts.cwd.join(".pi").join("mcp.json");
-                if global.exists() || project.exists() {
-                    notify(
-                        "MCP servers are configured, but this pi-rpc cannot connect to MCP servers yet."
-                            .into(),
-                        "warning",
-                    );
-                } else {
-                    notify(
-                        format!(
-                            "No MCP servers configured. Add them to {} or .pi/mcp.json.",
-                            global.display()
-                        ),
-                        "info",
-                    );
-                }
-            }
-        }
-    }
-
-    /// Whether `text` (a `steer` / `follow_up` message) names an extension command, which
-    /// cannot be queued (§A7.3).
-    pub fn queued_command_error(&self, text: &str) -> Option<String> {
-        let (cmd, _) = self.find_command(text)?;
-        Some(format!(
-            "Extension command \"/{}\" cannot be queued. Use prompt() or execute the command when not streaming.",
-            cmd.invocation
-        ))
-    }
-}
-
-// ---- tools -------------------------------------------------------------------------------
-
-/// An extension tool, offered to the model like a built-in (§B8).
-pub(crate) struct ExtTool {
-    host: Weak<Extensions>,
-    unit: Arc<Unit>,
-    reg: ToolReg,
-}
-
-impl Extensions {
-    /// The active extension tools, in load and registration order.
-    pub(crate) fn tools(&self) -> Vec<Arc<dyn crate::tools::Tool>> {
-        let mut out: Vec<Arc<dyn crate::tools::Tool>> = Vec::new();
-        for u in &self.units {
-            for t in u.regs.lock().tools.clone() {
-                if t.default_active {
-                    out.push(Arc::new(ExtTool {
-                        host: self.me.clone(),
-                        unit: Arc::clone(u),
-                        reg: t,
-                    }));
-                }
-            }
-        }
-        out
-    }
-}
-
-impl crate::tools::Tool for ExtTool {
-    fn name(&self) -> &str {
-        &self.reg.name
-    }
-    fn is_extension(&self) -> bool {
-        true
-    }
-    fn description(&self) -> String {
-        self.reg.description.clone()
-    }
-    fn parameters(&self) -> Value {
-        self.reg.parameters.clone()
-    }
-    fn prompt_snippet(&self) -> Option<&str> {
-        self.reg.prompt_snippet.as_deref()
-    }
-    fn guidelines(&self) -> Vec<&str> {
-        self.reg
-            .prompt_guidelines
-            .iter()
-            .map(String::as_str)
-            .collect()
-    }
-    fn execute(
-        &self,
-        args: &Value,
-        ctx: &crate::tools::ToolContext<'_>,
-        on_update: &mut dyn FnMut(Value),
-    ) -> Result<crate::tools::ToolOutput, String> {
-        let not_running = || format!("Extension {} is not running", self.unit.path);
-        let host = self.host.upgrade().ok_or_else(not_running)?;
-        let proc = self.unit.alive_process().ok_or_else(not_running)?;
-        let mut fields = Map::new();
-        fields.insert("ext".into(), self.unit.path.clone().into());
-        fields.insert("name".into(), self.reg.name.clone().into());
-        fields.insert("toolCallId".into(), ctx.call_id.into());
-        fields.insert("params".into(), args.clone());
-        let timeout = host.opts.handler_timeout;
-        let o = host
-            .wait(&proc, "tool", fields, Some(ctx.cancel), timeout, on_update)
-            .map_err(|e| e.text(timeout))?;
-        if !o.ok {
-            return Err(o.error);
-        }
-        let v = o.value;
-        Ok(crate::tools::ToolOutput {
-            content: v
-                .get("content")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
-            details: Some(v.get("details").cloned().unwrap_or_else(|| json!({}))),
-            structured_content: v.get("structuredContent").cloned(),
-            is_error: v.get("isError").and_then(Value::as_bool).unwrap_or(false),
-            terminate: v.get("terminate").and_then(Value::as_bool).unwrap_or(false),
-        })
-    }
-}
-
-// ---- calls from extensions ----------------------------------------------------------------
-
-impl Extensions {
-    /// Performs a state call through the installed [`Actions`].
-    fn perform(&self, method: &str, params: &Value) -> Result<Value, String> {
-        let actions = self.actions.lock().clone();
-        match actions {
-            Some(a) => a.call(method, params),
-            None => Err(format!("{method} is not available yet")),
-        }
-    }
-
-    fn handle_call(&self, proc: &Arc<ExtProcess>, unit: &Unit, msg: &Map<String, Value>) {
-        let Some(method) = msg.get("method").and_then(Value::as_str) else {
-            return self.error(&unit.path, "protocol", "a call without a method".into());
-        };
-        let id = msg.get("id").and_then(Value::as_str);
-        let scope = msg
-            .get("scope")
-            .and_then(Value::as_str)
-            .filter(|s| proc.is_pending(s));
-        let empty = Value::Object(Map::new());
-        let params = msg.get("params").unwrap_or(&empty);
-        let answer = |r: Result<Value, String>| {
-            if let Some(id) = id {
-                proc.answer(id, r);
-            }
-        };
-        if method.starts_with("ui.") {
-            return match UiMethod::from_call(method, params) {
-                Ok(Some(m)) => self.dialogs.open(proc, id, &m, scope),
-                Ok(None) => answer(
-                    degraded_value(method).ok_or_else(|| format!("Unknown method: {method}")),
-                ),
-                Err(e) => answer(Err(e)),
-            };
-        }
-        if method == "pi.sendUserMessage" {
-            if let Some(scope) = scope {
-                let key = (Arc::as_ptr(proc) as usize, scope.to_string());
-                let mut scopes = self.command_scopes.lock();
-                if let Some(list) = scopes.get_mut(&key) {
-                    // Runs after the command's `handled` response (§A7.3).
-                    list.push(params.clone());
-                    drop(scopes);
-                    return answer(Ok(Value::Null));
-                }
-            }
-        }
-        let result = self.perform(method, params);
-        if id.is_none() {
-            if let Err(e) = &result {
-                // A fire-and-forget call that failed: pi reports these on the runtime.
-                let event = match method {
-                    "pi.sendUserMessage" => "send_user_message",
-                    "pi.sendMessage" => "send_message",
-                    _ => method,
-                };
-                self.error("<runtime>", event, e.clone());
-            }
-        }
-        answer(result);
-    }
-}
-
-impl Inbox for Extensions {
-    fn message(&self, proc: &Arc<ExtProcess>, msg: Map<String, Value>) {
-        let Some(unit) = self.unit_of(proc) else {
-            return;
-        };
-        match msg.get("type").and_then(Value::as_str).unwrap_or_default() {
-            "call" => self.handle_call(proc, &unit, &msg),
-            "register" => {
-                add_registrations(&mut unit.regs.lock(), &Value::Object(msg));
-            }
-            "error" => {
-                let event = msg.get("event").and_then(Value::as_str).unwrap_or("error");
-                let error = crate::js::value::js_template(msg.get("error"));
-                self.error(&unit.path, event, error);
-            }
-            "cancel" => {
-                if let Some(id) = msg.get("id").and_then(Value::as_str) {
-                    self.dialogs.dismiss_call(proc, id);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn protocol_error(&self, proc: &Arc<ExtProcess>, text: String) {
-        let path = self
-            .unit_of(proc)
-            .map_or_else(|| proc.name.clone(), |u| u.path.clone());
-        self.error(&path, "protocol", text);
-    }
-
-    fn exited(&self, proc: &Arc<ExtProcess>, text: String) {
-        self.dialogs.forget_process(proc);
-        if self.stopping.load(Ordering::SeqCst) || self.initializing.load(Ordering::SeqCst) {
-            return;
-        }
-        if let Some(u) = self.unit_of(proc) {
-            self.error(&u.path, "process", text);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn registrations_append_and_replace_by_name() {
+    pub(super) fn registrations_append_and_replace_by_name() {
         let mut regs = Registrations::default();
         add_registrations(
             &mut regs,
@@ -1654,12 +820,5 @@ mod tests {
             regs.tools[0].parameters,
             json!({"type":"object","properties":{}})
         );
-    }
-
-    #[test]
-    fn handler_values_flatten_arrays_and_drop_undefined() {
-        assert_eq!(handler_values(Value::Null), Vec::<Value>::new());
-        assert_eq!(handler_values(json!([null, {"a":1}])), vec![json!({"a":1})]);
-        assert_eq!(handler_values(json!({"b":2})), vec![json!({"b":2})]);
     }
 }

@@ -8,7 +8,11 @@
 //! which is not built yet: such a unit is a load failure, never skipped (an extension is often
 //! a permission gate, and running without it would silently allow everything it guards).
 
+mod calls;
+mod commands;
 pub mod discovery;
+pub(crate) mod dispatch;
+mod ext_tool;
 pub(crate) mod host;
 pub(crate) mod manifest;
 pub(crate) mod process;

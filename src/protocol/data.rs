@@ -144,8 +144,10 @@ pub(crate) struct CompactionResult {
     pub first_kept_entry_id: String,
     pub tokens_before: u64,
     pub estimated_tokens_after: u64,
-    pub usage: Value,
-    pub details: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
 }
 
 /// These shapes hold strings, numbers, booleans and `Value`s only: serializing them to a
@@ -244,8 +246,8 @@ mod tests {
             first_kept_entry_id: "e".into(),
             tokens_before: 10,
             estimated_tokens_after: 2,
-            usage: json!({}),
-            details: json!({}),
+            usage: Some(json!({})),
+            details: Some(json!({})),
         };
         assert_eq!(
             text(&result),

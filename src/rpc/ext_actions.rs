@@ -142,6 +142,7 @@ impl Actions for RpcActions {
                         text,
                         images,
                         behavior,
+                        input_done: false,
                     })
                     .map_err(|_| "pi-rpc is shutting down".to_string())?;
                 Ok(Value::Null)

@@ -17,7 +17,7 @@ use crate::agent::session_ops::SessionOp;
 use crate::agent::state::{AutoSetting, PromptStart};
 use crate::agent::AgentSession;
 use crate::cancel::CancelToken;
-use crate::extensions::host::InputOutcome;
+use crate::extensions::dispatch::InputOutcome;
 use crate::output::Output;
 use crate::protocol::command::{Command, Incoming};
 use crate::protocol::message::BashExecutionMessage;
@@ -44,6 +44,29 @@ pub struct Processor {
     pub ext_jobs: Option<crossbeam_channel::Sender<ExtJob>>,
     /// The processor's own input, for commands that continue after their handlers.
     pub input: crossbeam_channel::Sender<Input>,
+}
+
+/// The extension events a model change sends (pi's `setModel`): `thinking_level_select` when
+/// the level moved with it, then `model_select`.
+fn model_select_payloads(
+    events: &[Event],
+    model: &crate::llm::Model,
+    previous: &crate::llm::Model,
+    previous_level: crate::llm::ThinkingLevel,
+    source: &str,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    for e in events {
+        if let Event::ThinkingLevelChanged { level } = e {
+            out.push(json!({"type": "thinking_level_select", "level": level,
+                "previousLevel": previous_level}));
+        }
+    }
+    out.push(
+        json!({"type": "model_select", "model": model, "previousModel": previous,
+        "source": source}),
+    );
+    out
 }
 
 /// Work for the `ext-worker` thread: extension handlers, then what follows them.
@@ -74,7 +97,8 @@ impl Processor {
                     text,
                     images,
                     behavior,
-                } => self.extension_prompt(&text, images, behavior),
+                    input_done,
+                } => self.extension_prompt(text, images, behavior, input_done),
             }
         }
         Exit::Eof
@@ -218,8 +242,22 @@ impl Processor {
         payload: Value,
         data: Option<Value>,
     ) {
-        let event = payload["type"].as_str().unwrap_or_default();
-        if !self.ext.wants(event) {
+        self.after_events(id, name, vec![payload], data)
+    }
+
+    /// [`Processor::after_event`] for several events, dispatched in order.
+    fn after_events(
+        &self,
+        id: Option<Value>,
+        name: &'static str,
+        payloads: Vec<Value>,
+        data: Option<Value>,
+    ) {
+        let payloads: Vec<Value> = payloads
+            .into_iter()
+            .filter(|p| self.ext.wants(p["type"].as_str().unwrap_or_default()))
+            .collect();
+        if payloads.is_empty() {
             return self.out.response(&Response::ok(id, name, data));
         }
         let ext = Arc::clone(&self.ext);
@@ -229,7 +267,9 @@ impl Processor {
             &id,
             name,
             Box::new(move || {
-                ext.emit(&payload, None);
+                for p in &payloads {
+                    ext.emit(p, None);
+                }
                 out.response(&Response::ok(job_id, name, data));
             }),
         );
@@ -261,29 +301,41 @@ impl Processor {
                 reply(Ok(Some(json!({ "models": models }))));
             }
             Command::SetModel { provider, model_id } => {
-                let previous = self.session.lock().model.clone();
+                let (previous, previous_level) = {
+                    let s = self.session.lock();
+                    (s.model.clone(), s.thinking_level)
+                };
                 let result = self.session.lock().set_model(&provider, &model_id);
                 match result {
                     Ok((model, events)) => {
+                        let payloads = model_select_payloads(
+                            &events,
+                            &model,
+                            &previous,
+                            previous_level,
+                            "set",
+                        );
                         self.emit_all(events);
-                        let payload = json!({"type": "model_select", "model": model,
-                            "previousModel": previous, "source": "set"});
-                        self.after_event(id, name, payload, Some(json!(model)));
+                        self.after_events(id, name, payloads, Some(json!(model)));
                     }
                     Err(e) => reply(Err(e)),
                 }
             }
             Command::CycleModel => {
-                let previous = self.session.lock().model.clone();
+                let (previous, previous_level) = {
+                    let s = self.session.lock();
+                    (s.model.clone(), s.thinking_level)
+                };
                 let (data, events) = self.session.lock().cycle_model();
-                self.emit_all(events);
-                match data.as_ref().and_then(|d| d.get("model")).cloned() {
-                    Some(model) => {
-                        let payload = json!({"type": "model_select", "model": model,
-                            "previousModel": previous, "source": "cycle"});
-                        self.after_event(id, name, payload, data);
-                    }
-                    None => reply(Ok(Some(data.unwrap_or(Value::Null)))),
+                let model = self.session.lock().model.clone();
+                if data.as_ref().and_then(|d| d.get("model")).is_some() {
+                    let payloads =
+                        model_select_payloads(&events, &model, &previous, previous_level, "cycle");
+                    self.emit_all(events);
+                    self.after_events(id, name, payloads, data);
+                } else {
+                    self.emit_all(events);
+                    reply(Ok(Some(data.unwrap_or(Value::Null))));
                 }
             }
             Command::SetThinkingLevel { level } => {
@@ -591,14 +643,49 @@ impl Processor {
     /// a refusal is the extension's `extension_error` (`<runtime>`, `send_user_message`).
     fn extension_prompt(
         &self,
-        text: &str,
+        text: String,
         images: Vec<crate::protocol::ImageContent>,
         behavior: Option<crate::protocol::StreamingBehavior>,
+        input_done: bool,
     ) {
+        if !input_done && self.ext.wants("input") {
+            // `input` handlers with `source:"extension"` first, on the worker (§A4).
+            let streaming = self.session.lock().life.is_streaming();
+            let sb = behavior.filter(|_| streaming).map(|b| match b {
+                crate::protocol::StreamingBehavior::Steer => "steer",
+                crate::protocol::StreamingBehavior::FollowUp => "followUp",
+            });
+            let ext = Arc::clone(&self.ext);
+            let input = self.input.clone();
+            let job: ExtJob = Box::new(move || {
+                let image_values: Vec<Value> = images
+                    .iter()
+                    .filter_map(|i| serde_json::to_value(i).ok())
+                    .collect();
+                if let InputOutcome::Continue { text, images: new } =
+                    ext.input(&text, &image_values, "extension", sb)
+                {
+                    let images = if new == image_values {
+                        images
+                    } else {
+                        new.into_iter()
+                            .filter_map(|v| serde_json::from_value(v).ok())
+                            .collect()
+                    };
+                    let _ = input.send(Input::ExtensionPrompt {
+                        text,
+                        images,
+                        behavior,
+                        input_done: true,
+                    });
+                }
+            });
+            return self.on_worker(&None, "prompt", job);
+        }
         let start = self
             .session
             .lock()
-            .begin_prompt_with(text, images, behavior, false);
+            .begin_prompt_with(&text, images, behavior, false);
         match start {
             PromptStart::Rejected(error) => self.out.event(&Event::ExtensionError {
                 extension_path: "<runtime>".into(),

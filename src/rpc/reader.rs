@@ -36,6 +36,8 @@ pub enum Input {
         text: String,
         images: Vec<crate::protocol::ImageContent>,
         behavior: Option<crate::protocol::StreamingBehavior>,
+        /// The `input` handlers (`source:"extension"`) have run.
+        input_done: bool,
     },
 }
 

@@ -120,15 +120,22 @@ impl AgentBuilder {
         if let Some(s) = &self.settings {
             std::fs::write(agent_dir.join("settings.json"), s.to_string()).expect("settings");
         }
+        // `{{AGENT_DIR}}` and `{{CWD}}` in file contents name the directories of this run (as in
+        // the conformance scenarios), e.g. for extension manifests that need absolute paths.
+        let expand = |content: &str| {
+            content
+                .replace("{{AGENT_DIR}}", &agent_dir.to_string_lossy())
+                .replace("{{CWD}}", &cwd.to_string_lossy())
+        };
         for (rel, content) in &self.agent_files {
-            root.write(&format!("agent/{rel}"), content);
+            root.write(&format!("agent/{rel}"), &expand(content));
         }
         for (rel, content) in &self.cwd_files {
             let p = cwd.join(rel);
             if let Some(parent) = p.parent() {
                 std::fs::create_dir_all(parent).expect("create parent");
             }
-            std::fs::write(&p, content).expect("write cwd file");
+            std::fs::write(&p, expand(content)).expect("write cwd file");
         }
         let mut cmd = match self.file_size_limit {
             None => Command::new(crate::support::outside::pi_rpc_bin()),

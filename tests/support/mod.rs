@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod ext;
 pub mod llm;
 pub mod mock_llm;
 pub mod outside;

@@ -1,0 +1,124 @@
+//! What extensions ask of pi-rpc (`extensions.md` §B7, §B9, §B12): `call`s (the UI methods
+//! here, state methods through [`super::host::Actions`]), `register`, `error` and `cancel`
+//! messages, protocol errors and process exits. They are served on the process's reader
+//! thread, in arrival order, so a handler's UI reaches stdout before the result that releases
+//! the event (§B13).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::host::{add_registrations, Extensions, Unit};
+use super::process::{ExtProcess, Inbox};
+use crate::protocol::extension_ui::{degraded_value, UiMethod};
+
+impl Extensions {
+    /// Performs a state call through the installed [`Actions`].
+    pub(super) fn perform(&self, method: &str, params: &Value) -> Result<Value, String> {
+        let actions = self.actions.lock().clone();
+        match actions {
+            Some(a) => a.call(method, params),
+            None => Err(format!("{method} is not available yet")),
+        }
+    }
+
+    pub(super) fn handle_call(
+        &self,
+        proc: &Arc<ExtProcess>,
+        unit: &Unit,
+        msg: &Map<String, Value>,
+    ) {
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            return self.error(&unit.path, "protocol", "a call without a method".into());
+        };
+        let id = msg.get("id").and_then(Value::as_str);
+        let scope = msg
+            .get("scope")
+            .and_then(Value::as_str)
+            .filter(|s| proc.is_pending(s));
+        let empty = Value::Object(Map::new());
+        let params = msg.get("params").unwrap_or(&empty);
+        let answer = |r: Result<Value, String>| {
+            if let Some(id) = id {
+                proc.answer(id, r);
+            }
+        };
+        if method.starts_with("ui.") {
+            return match UiMethod::from_call(method, params) {
+                Ok(Some(m)) => self.dialogs.open(proc, id, &m, scope),
+                Ok(None) => answer(
+                    degraded_value(method).ok_or_else(|| format!("Unknown method: {method}")),
+                ),
+                Err(e) => answer(Err(e)),
+            };
+        }
+        if method == "pi.sendUserMessage" {
+            if let Some(scope) = scope {
+                let key = (Arc::as_ptr(proc) as usize, scope.to_string());
+                let mut scopes = self.command_scopes.lock();
+                if let Some(list) = scopes.get_mut(&key) {
+                    // Runs after the command's `handled` response (§A7.3).
+                    list.push(params.clone());
+                    drop(scopes);
+                    return answer(Ok(Value::Null));
+                }
+            }
+        }
+        let result = self.perform(method, params);
+        if id.is_none() {
+            if let Err(e) = &result {
+                // A fire-and-forget call that failed: pi reports these on the runtime.
+                let event = match method {
+                    "pi.sendUserMessage" => "send_user_message",
+                    "pi.sendMessage" => "send_message",
+                    _ => method,
+                };
+                self.error("<runtime>", event, e.clone());
+            }
+        }
+        answer(result);
+    }
+}
+
+impl Inbox for Extensions {
+    fn message(&self, proc: &Arc<ExtProcess>, msg: Map<String, Value>) {
+        let Some(unit) = self.unit_of(proc) else {
+            return;
+        };
+        match msg.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "call" => self.handle_call(proc, &unit, &msg),
+            "register" => {
+                add_registrations(&mut unit.regs.lock(), &Value::Object(msg));
+            }
+            "error" => {
+                let event = msg.get("event").and_then(Value::as_str).unwrap_or("error");
+                let error = crate::js::value::js_template(msg.get("error"));
+                self.error(&unit.path, event, error);
+            }
+            "cancel" => {
+                if let Some(id) = msg.get("id").and_then(Value::as_str) {
+                    self.dialogs.dismiss_call(proc, id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn protocol_error(&self, proc: &Arc<ExtProcess>, text: String) {
+        let path = self
+            .unit_of(proc)
+            .map_or_else(|| proc.name.clone(), |u| u.path.clone());
+        self.error(&path, "protocol", text);
+    }
+
+    fn exited(&self, proc: &Arc<ExtProcess>, text: String) {
+        self.dialogs.forget_process(proc);
+        if self.stopping.load(Ordering::SeqCst) || self.initializing.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some(u) = self.unit_of(proc) {
+            self.error(&u.path, "process", text);
+        }
+    }
+}

