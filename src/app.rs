@@ -38,15 +38,7 @@ impl std::fmt::Display for StartupError {
 pub struct Startup {
     pub session: AgentSession,
     pub mode: Mode,
-    pub extensions: ExtensionPlan,
-}
-
-/// The extensions start-up found; RPC mode starts them once its writer exists.
-pub struct ExtensionPlan {
-    units: Vec<crate::extensions::discovery::Unit>,
-    opts: crate::extensions::host::HostOptions,
-    /// `--name` options no built-in flag knows, matched against the extensions' flags.
-    unknown_flags: Vec<(String, crate::cli::UnknownFlagValue)>,
+    pub extensions: crate::extensions::ExtensionPlan,
 }
 
 fn warn_all(diags: &[String]) {
@@ -91,15 +83,6 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
         packages: settings.package_sources(),
     })
     .map_err(|f| StartupError(f.stderr_lines().join("\n")))?;
-    if let (Some(unit), Mode::Json | Mode::Text) = (found.first(), cli.effective_mode()) {
-        let failure = crate::extensions::LoadFailure {
-            path: unit.path.to_string_lossy().into_owned(),
-            message: "Failed to load extension: print modes (-p, --mode json|text) cannot run \
-                      extensions yet; use RPC mode or --no-extensions"
-                .to_string(),
-        };
-        return Err(StartupError(failure.stderr_lines().join("\n")));
-    }
     if found.is_empty() {
         if let Some(e) = cli.unknown_flags_error() {
             return Err(StartupError(e));
@@ -112,7 +95,7 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
             .filter(|v| *v >= 0.0)
             .map(|v| std::time::Duration::from_millis(v as u64))
     };
-    let extensions = ExtensionPlan {
+    let extensions = crate::extensions::ExtensionPlan {
         units: found,
         opts: crate::extensions::host::HostOptions {
             cwd: cwd.clone(),
@@ -122,6 +105,11 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
             handler_timeout: setting_ms("extensionHandlerTimeoutMs").filter(|d| !d.is_zero()),
             builtin_llama: !cli.no_extensions,
             builtin_mcp: !cli.no_extensions && !cli.no_mcp,
+            mode: match cli.effective_mode() {
+                Mode::Rpc => "rpc",
+                Mode::Json => "json",
+                Mode::Text => "print",
+            },
         },
         unknown_flags: cli.unknown_flags.clone(),
     };
@@ -368,7 +356,7 @@ fn session_dir(cli: &Cli, settings: &Settings, agent_dir: &Path, cwd: &Path) -> 
 }
 
 /// Runs RPC mode until stdin ends; returns the exit code.
-pub fn run_rpc(session: AgentSession, plan: ExtensionPlan) -> i32 {
+pub fn run_rpc(session: AgentSession, plan: crate::extensions::ExtensionPlan) -> i32 {
     let session = Arc::new(Mutex::new(session));
     // A fatal stdout write error (EPIPE: the host closed its end) exits with code 1
     // (rpc-protocol.md §1). Session entries are appended while the state lock is held, so
@@ -399,17 +387,9 @@ pub fn run_rpc(session: AgentSession, plan: ExtensionPlan) -> i32 {
 
     // Extensions: every process started and initialized in load order; a failure ends
     // start-up with pi's two stderr lines and nothing on stdout.
-    let ext = match crate::extensions::Extensions::start(plan.units, plan.opts, out.clone()) {
-        Ok(ext) => ext,
-        Err(f) => {
-            eprintln!("{}", f.stderr_lines().join("\n"));
-            return 1;
-        }
-    };
-    let flag_values = match match_extension_flags(&ext, &plan.unknown_flags) {
-        Ok(v) => v,
+    let (ext, flag_values) = match plan.start(out.clone()) {
+        Ok(x) => x,
         Err(e) => {
-            ext.stop_all();
             eprintln!("{e}");
             return 1;
         }
@@ -512,40 +492,6 @@ pub fn run_rpc(session: AgentSession, plan: ExtensionPlan) -> i32 {
     drop(writer_handle);
     let _ = reader_handle.join();
     0
-}
-
-/// Matches the held `--name` options against the extensions' flags (`extensions.md` §A2):
-/// the values to send, or pi's error for an unclaimed option or a string flag without value.
-fn match_extension_flags(
-    ext: &crate::extensions::Extensions,
-    given: &[(String, crate::cli::UnknownFlagValue)],
-) -> Result<Vec<(String, serde_json::Value)>, String> {
-    use crate::cli::UnknownFlagValue;
-    let flags = ext.flags();
-    let mut values = Vec::new();
-    let mut unknown = Vec::new();
-    for (name, value) in given {
-        match flags.iter().find(|(_, f)| f.name == *name) {
-            None => unknown.push(format!("--{name}")),
-            Some((_, f)) if f.string => match value {
-                UnknownFlagValue::Value(v) => values.push((name.clone(), v.clone().into())),
-                UnknownFlagValue::Present => {
-                    return Err(format!(
-                        "Error: Extension flag \"--{name}\" requires a value"
-                    ))
-                }
-            },
-            Some(_) => values.push((name.clone(), true.into())),
-        }
-    }
-    if !unknown.is_empty() {
-        let plural = if unknown.len() == 1 { "" } else { "s" };
-        return Err(format!(
-            "Error: Unknown option{plural}: {}",
-            unknown.join(", ")
-        ));
-    }
-    Ok(values)
 }
 
 /// `1048576` → `1M`, `128000` → `128K`, `16384` → `16.4K` (one decimal, `.0` dropped).
@@ -667,7 +613,7 @@ pub fn main_with(cli: Cli) -> i32 {
     match startup.mode {
         Mode::Rpc => run_rpc(startup.session, startup.extensions),
         mode @ (Mode::Json | Mode::Text) => {
-            crate::print::run_print(startup.session, mode, &cli.messages)
+            crate::print::run_print(startup.session, mode, &cli.messages, startup.extensions)
         }
     }
 }

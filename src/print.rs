@@ -147,6 +147,34 @@ pub fn build_prompts(
     prompts
 }
 
+/// `input` handlers (`extensions.md` §A4) on a print-mode prompt: `None` when one handled
+/// it, else the prompt as they left it.
+fn input_handlers(rt: &Runtime, prompt: &PrintPrompt) -> Option<PrintPrompt> {
+    if !rt.ext.wants("input") {
+        return Some(prompt.clone());
+    }
+    let images: Vec<Value> = prompt
+        .images
+        .iter()
+        .filter_map(|i| serde_json::to_value(i).ok())
+        .collect();
+    match rt.ext.input(&prompt.text, &images, "interactive", None) {
+        crate::extensions::dispatch::InputOutcome::Handled => None,
+        crate::extensions::dispatch::InputOutcome::Continue { text, images: new } => {
+            Some(PrintPrompt {
+                text,
+                images: if new == images {
+                    prompt.images.clone()
+                } else {
+                    new.into_iter()
+                        .filter_map(|v| serde_json::from_value(v).ok())
+                        .collect()
+                },
+            })
+        }
+    }
+}
+
 /// Prompt preflight: the same checks as RPC `prompt` ([`AgentSession::begin_prompt`]). On
 /// success the run is marked active and the user message returned.
 fn preflight(state: &Mutex<AgentSession>, prompt: &PrintPrompt) -> Result<Value, String> {
@@ -213,7 +241,12 @@ pub fn text_outcome(messages: &[Value]) -> TextOutcome {
 }
 
 /// Runs a print mode over the positional arguments; returns the exit code.
-pub fn run_print(session: AgentSession, mode: Mode, positional: &[String]) -> i32 {
+pub fn run_print(
+    session: AgentSession,
+    mode: Mode,
+    positional: &[String],
+    extensions: crate::extensions::ExtensionPlan,
+) -> i32 {
     let (files, messages) = split_file_args(positional);
     let stdin = read_piped_stdin();
     let (file_text, file_images) = match process_file_args(&files, &session.cwd) {
@@ -236,18 +269,40 @@ pub fn run_print(session: AgentSession, mode: Mode, positional: &[String]) -> i3
     if let Err(e) = crate::exec::signals::spawn(|code| crate::exit::shutdown(code)) {
         eprintln!("pi-rpc: cannot install signal handlers: {e}");
     }
+    // Extensions run without a client (pi's print modes: `hasUI` false, no UI written,
+    // dialogs resolve to their defaults, extension errors on stderr).
+    let (ext, flag_values) = match extensions.start(out.clone()) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let mut session = session;
+    session.resources.tools.extend(ext.tools());
     if json {
         out.record(&session.session.header().to_value());
     }
     let rt = Runtime {
         state: Arc::new(Mutex::new(session)),
         out: out.clone(),
-        // Print modes refuse configured extensions at start-up (not supported yet).
-        ext: crate::extensions::Extensions::none(out.clone()),
+        ext,
     };
+    rt.ext.send_flags(&flag_values);
+    rt.ext.session_start("startup", None);
 
     let mut code = 0;
     for prompt in &prompts {
+        // An extension command runs instead of a prompt (pi's `session.prompt`).
+        if let Some((cmd, args)) = rt.ext.find_command(&prompt.text) {
+            rt.ext.run_command_blocking(cmd, args);
+            continue;
+        }
+        let prompt = match input_handlers(&rt, prompt) {
+            Some(p) => p,
+            None => continue,
+        };
+        let prompt = &prompt;
         match preflight(&rt.state, prompt) {
             // This thread is the agent thread: the run returns once it has settled.
             Ok(user) => crate::agent::run::run_session(&rt, None, user),
@@ -259,11 +314,12 @@ pub fn run_print(session: AgentSession, mode: Mode, positional: &[String]) -> i3
             }
         }
     }
+    rt.ext.shutdown();
     out.flush();
     drop(out);
     drop(rt.out);
     drop(rt.ext);
-    let _ = writer_handle.join();
+    drop(writer_handle);
 
     if !json && code == 0 {
         let last = rt.state.lock().messages.last().map(|m| m.into_owned());

@@ -194,9 +194,39 @@ impl Extensions {
         }
     }
 
+    /// Runs a command and waits for it (print modes, where prompts run one after another);
+    /// a failure goes where the mode sends extension errors.
+    pub(crate) fn run_command_blocking(&self, cmd: ResolvedCommand, args: String) {
+        let unit = match cmd.owner {
+            CommandOwner::Builtin(b) => return self.run_builtin(b, &args),
+            CommandOwner::Unit(u) => u,
+        };
+        let error_path = format!("command:{}", cmd.invocation);
+        let Some(proc) = unit.alive_process() else {
+            return self.error(
+                &error_path,
+                "command",
+                format!("Extension {} is not running", unit.path),
+            );
+        };
+        let mut fields = Map::new();
+        fields.insert("ext".into(), unit.path.clone().into());
+        fields.insert("name".into(), cmd.registered.clone().into());
+        fields.insert("args".into(), args.into());
+        let timeout = self.opts.handler_timeout;
+        match self.wait(&proc, "command", fields, None, timeout, &mut |_| {}) {
+            Ok(o) if o.ok => {}
+            Ok(o) => self.error(&error_path, "command", o.error),
+            Err(e) => self.error(&error_path, "command", e.text(timeout)),
+        }
+    }
+
     /// `/llama` and `/mcp` in RPC mode (§A8).
     pub(super) fn run_builtin(&self, b: Builtin, args: &str) {
         let notify = |message: String, kind: &str| {
+            if self.opts.mode != "rpc" {
+                return; // no UI without a client
+            }
             let m = UiMethod::Notify {
                 message,
                 notify_type: Some(kind.to_string()),

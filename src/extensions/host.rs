@@ -51,6 +51,10 @@ pub(crate) struct HostOptions {
     /// `--no-extensions` drops the built-in commands; `--no-mcp` drops `/mcp`.
     pub builtin_llama: bool,
     pub builtin_mcp: bool,
+    /// `ctx.mode`: `rpc`, or the print modes' `print` / `json`. Without RPC there is no client:
+    /// no UI is written, dialogs resolve to their defaults at once, and `extension_error`s go
+    /// to stderr as pi's print mode writes them.
+    pub mode: &'static str,
 }
 
 #[derive(Clone, Debug)]
@@ -168,22 +172,21 @@ pub struct Extensions {
     pub(super) me: Weak<Extensions>,
 }
 
-/// The extensions of a run without any: dispatch costs one check.
 impl Extensions {
-    pub(crate) fn none(out: Output) -> Arc<Extensions> {
-        Self::with_units(Vec::new(), Vec::new(), out, HostOptions::inert())
-    }
-
     pub(super) fn with_units(
         units: Vec<Arc<Unit>>,
         builtins: Vec<Builtin>,
         out: Output,
         opts: HostOptions,
     ) -> Arc<Extensions> {
+        let dialogs = Dialogs::new(out.clone());
+        if opts.mode != "rpc" {
+            dialogs.without_client();
+        }
         Arc::new_cyclic(|me| Extensions {
             units,
             builtins,
-            dialogs: Dialogs::new(out.clone()),
+            dialogs,
             out,
             opts,
             actions: Mutex::new(None),
@@ -210,6 +213,10 @@ impl Extensions {
     }
 
     pub(super) fn error(&self, path: &str, event: &str, error: String) {
+        if self.opts.mode != "rpc" {
+            eprintln!("Extension error ({path}): {error}");
+            return;
+        }
         self.out.event(&Event::ExtensionError {
             extension_path: path.to_string(),
             event: event.to_string(),
@@ -222,19 +229,6 @@ impl Extensions {
             .iter()
             .find(|u| u.process().is_some_and(|p| Arc::ptr_eq(&p, proc)))
             .cloned()
-    }
-}
-
-impl HostOptions {
-    pub(super) fn inert() -> HostOptions {
-        HostOptions {
-            cwd: std::path::PathBuf::from("/"),
-            agent_dir: std::path::PathBuf::from("/"),
-            startup_timeout: Duration::from_millis(10_000),
-            handler_timeout: None,
-            builtin_llama: false,
-            builtin_mcp: false,
-        }
     }
 }
 
@@ -380,8 +374,8 @@ impl Extensions {
             "host".into(),
             json!({"name": "pi-rpc", "version": env!("CARGO_PKG_VERSION")}),
         );
-        fields.insert("mode".into(), "rpc".into());
-        fields.insert("hasUI".into(), true.into());
+        fields.insert("mode".into(), self.opts.mode.into());
+        fields.insert("hasUI".into(), (self.opts.mode == "rpc").into());
         fields.insert("cwd".into(), self.opts.cwd.to_string_lossy().into());
         fields.insert(
             "agentDir".into(),

@@ -15,11 +15,13 @@ pub(crate) mod dispatch;
 mod ext_tool;
 pub(crate) mod host;
 pub(crate) mod manifest;
+mod plan;
 pub(crate) mod process;
 pub(crate) mod ui;
 
 pub use discovery::{discover, DiscoveryOptions};
 pub use host::Extensions;
+pub use plan::ExtensionPlan;
 
 /// Why start-up stops at an extension, with pi's two stderr lines.
 #[derive(Debug, Clone, PartialEq, Eq)]

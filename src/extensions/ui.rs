@@ -33,6 +33,8 @@ pub(crate) struct Dialogs {
     timer: Mutex<Option<Sender<(Instant, String)>>>,
     /// stdin ended: no client can answer any more.
     closed: AtomicBool,
+    /// No client at all (print modes): nothing is written, dialogs resolve at once.
+    headless: AtomicBool,
     out: Output,
     me: Weak<Dialogs>,
 }
@@ -43,6 +45,7 @@ impl Dialogs {
             pending: Mutex::new(HashMap::new()),
             timer: Mutex::new(None),
             closed: AtomicBool::new(false),
+            headless: AtomicBool::new(false),
             out,
             me: me.clone(),
         })
@@ -58,6 +61,13 @@ impl Dialogs {
         scope: Option<&str>,
     ) {
         let kind = method.dialog();
+        if self.headless.load(Ordering::SeqCst) {
+            // pi's print modes have no UI: dialogs give their defaults, the rest does nothing.
+            if let Some(id) = call_id {
+                proc.answer(id, Ok(kind.map_or(Value::Null, DialogKind::default_value)));
+            }
+            return;
+        }
         if let (Some(kind), true) = (kind, self.closed.load(Ordering::SeqCst)) {
             // Nobody can answer after stdin ended: the default at once, nothing written.
             if let Some(id) = call_id {
@@ -134,6 +144,11 @@ impl Dialogs {
         self.pending
             .lock()
             .retain(|_, d| !Arc::ptr_eq(&d.proc, proc));
+    }
+
+    /// There is no client (print modes).
+    pub fn without_client(&self) {
+        self.headless.store(true, Ordering::SeqCst);
     }
 
     /// stdin ended: pending dialogs resolve to their defaults, later ones at once.
