@@ -330,7 +330,7 @@ fn prepare_now(rt: &Runtime) -> Result<Preparation, Failure> {
 /// for it. Never continues the interrupted run.
 pub fn manual(
     rt: &Runtime,
-    reply: super::job::CompactReply,
+    reply: super::runtime::JobReply,
     custom_instructions: Option<String>,
     cancel: CancelToken,
 ) {
@@ -366,13 +366,7 @@ pub fn manual(
         Err(Failure::Cancelled) => Err("Compaction cancelled".to_string()),
         Err(Failure::Failed(m)) => Err(m),
     };
-    match reply {
-        super::job::CompactReply::Rpc(id) => rt.out.response(&match result {
-            Ok(result) => Response::ok(id, "compact", Some(result)),
-            Err(e) => Response::err(id, "compact", e),
-        }),
-        super::job::CompactReply::Extension(f) => (f.0)(result),
-    }
+    reply.answer(&rt.out, "compact", result);
     for w in waiters {
         rt.out.response(&Response::ok(w, "abort", None));
     }

@@ -6,15 +6,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{bounded, Sender};
 use serde_json::Value;
 
-use super::runtime::{PromptReply, Runtime};
-
-/// Who a manual compaction answers.
-pub enum CompactReply {
-    /// The RPC `compact` command with this id.
-    Rpc(Option<Value>),
-    /// An extension's `ctx.compact` call.
-    Extension(crate::extensions::CallReply),
-}
+use super::runtime::{JobReply, PromptReply, Runtime};
 
 /// Work for the agent thread.
 pub enum AgentJob {
@@ -26,13 +18,13 @@ pub enum AgentJob {
     },
     /// Replace the session (after the active run, which the processor aborted, has settled).
     Session {
-        id: Option<Value>,
+        reply: JobReply,
         op: super::session_ops::SessionOp,
     },
     /// `compact`: runs after the active run (which the processor aborted) has settled, then
     /// answers the command.
     Compact {
-        reply: CompactReply,
+        reply: JobReply,
         custom_instructions: Option<String>,
         cancel: crate::cancel::CancelToken,
     },
@@ -55,7 +47,7 @@ pub fn spawn(
                         reply,
                         user_message,
                     } => runner(&rt, reply, user_message),
-                    AgentJob::Session { id, op } => super::session_ops::run(&rt, id, op),
+                    AgentJob::Session { reply, op } => super::session_ops::run(&rt, reply, op),
                     AgentJob::Compact {
                         reply,
                         custom_instructions,

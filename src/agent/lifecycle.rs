@@ -45,6 +45,8 @@ pub(crate) struct BashRunId(u64);
 /// The life cycle of runs, compactions and RPC `bash` commands (see the module doc).
 #[derive(Default)]
 pub struct Lifecycle {
+    /// Extension calls (`ctx.waitForIdle`, `ctx.shutdown`) answered when the run settles.
+    idle_waiters: Vec<crate::extensions::CallReply>,
     /// A session-level run is active (from the accepted `prompt` to its `agent_settled`).
     streaming: bool,
     /// An automatic (threshold or overflow) compaction is running inside the run.
@@ -89,6 +91,24 @@ impl Lifecycle {
     pub(crate) fn start_run(&mut self) {
         self.streaming = true;
         self.run = RunControl::default();
+    }
+
+    /// An extension call to answer once no run is active; given back when none is.
+    pub(crate) fn when_idle(
+        &mut self,
+        reply: crate::extensions::CallReply,
+    ) -> Option<crate::extensions::CallReply> {
+        if self.streaming {
+            self.idle_waiters.push(reply);
+            None
+        } else {
+            Some(reply)
+        }
+    }
+
+    /// The calls waiting for the run to settle (taken with the run's end).
+    pub(crate) fn take_idle_waiters(&mut self) -> Vec<crate::extensions::CallReply> {
+        std::mem::take(&mut self.idle_waiters)
     }
 
     /// An extension replaced the system prompt for the current run (`before_agent_start`).

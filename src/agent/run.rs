@@ -286,7 +286,7 @@ fn settle(rt: &Runtime, cancel: &CancelToken) {
         let aborted = rt.state.lock().life.abort_requested() || cancel.is_cancelled();
         rt.observe(&Event::AgentSettled { aborted }, None);
     }
-    let waiters = {
+    let (waiters, idle) = {
         let mut s = rt.state.lock();
         s.flush_deferred();
         let aborted = s.life.abort_requested() || cancel.is_cancelled();
@@ -295,10 +295,13 @@ fn settle(rt: &Runtime, cancel: &CancelToken) {
         // processor: a `get_state` or `prompt` that finds the run over is answered after
         // `agent_settled`, and one answered before it still finds the run active.
         rt.out.event(&Event::AgentSettled { aborted });
-        waiters
+        (waiters, s.life.take_idle_waiters())
     };
     for id in waiters {
         rt.out.response(&Response::ok(id, "abort", None));
+    }
+    for reply in idle {
+        (reply.0)(Ok(Value::Null));
     }
 }
 

@@ -45,3 +45,24 @@ impl Runtime {
 /// The id of the `prompt` command a run answers.
 #[derive(Clone, Debug)]
 pub struct PromptReply(pub Option<Value>);
+
+/// Who a compaction or a session replacement answers.
+pub enum JobReply {
+    /// The RPC command with this id (`compact`, `new_session`, ...).
+    Rpc(Option<Value>),
+    /// An extension's call (`ctx.compact`, `ctx.newSession`, ...).
+    Extension(crate::extensions::CallReply),
+}
+
+impl JobReply {
+    /// Answers with the command's outcome.
+    pub fn answer(self, out: &crate::output::Output, command: &str, result: Result<Value, String>) {
+        match self {
+            JobReply::Rpc(id) => out.response(&match result {
+                Ok(data) => crate::protocol::Response::ok(id, command, Some(data)),
+                Err(e) => crate::protocol::Response::err(id, command, e),
+            }),
+            JobReply::Extension(f) => (f.0)(result),
+        }
+    }
+}

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::runtime::Runtime;
-use crate::protocol::Response;
 use crate::session::context::build_messages;
 use crate::session::SessionManager;
 
@@ -43,12 +42,10 @@ impl SessionOp {
 /// Performs `op` and answers the command. The state lock is held only to read the current
 /// session and to install the new one: loading a file and building its context (a second or more
 /// for a 100k-entry session) happen without it, so state commands are answered meanwhile.
-pub fn run(rt: &Runtime, id: Option<Value>, op: SessionOp) {
+pub fn run(rt: &Runtime, reply: super::runtime::JobReply, op: SessionOp) {
     let command = op.command();
     if before_hook_cancels(rt, &op) {
-        rt.out
-            .response(&Response::ok(id, command, Some(json!({"cancelled": true}))));
-        return;
+        return reply.answer(&rt.out, command, Ok(json!({"cancelled": true})));
     }
     let reason = op.reason();
     let result = prepare(rt, op).map(|(manager, data)| {
@@ -72,10 +69,7 @@ pub fn run(rt: &Runtime, id: Option<Value>, op: SessionOp) {
         }
         data
     });
-    match result {
-        Ok(data) => rt.out.response(&Response::ok(id, command, Some(data))),
-        Err(e) => rt.out.response(&Response::err(id, command, e)),
-    }
+    reply.answer(&rt.out, command, result);
 }
 
 /// `session_before_switch` / `session_before_fork` (§A4): true when an extension cancelled.

@@ -23,6 +23,19 @@ impl Extensions {
         }
     }
 
+    /// Starts a call answered later through the installed [`super::host::Actions`]; `reply`
+    /// gets `Unknown method` when it is not such a call.
+    pub(super) fn perform_later(&self, method: &str, params: &Value, reply: CallReply) {
+        let actions = self.actions.lock().clone();
+        let back = match actions {
+            Some(a) => a.call_later(method, params, reply),
+            None => Some(reply),
+        };
+        if let Some(r) = back {
+            (r.0)(Err(format!("Unknown method: {method}")));
+        }
+    }
+
     pub(super) fn handle_call(
         &self,
         proc: &Arc<ExtProcess>,
@@ -53,13 +66,14 @@ impl Extensions {
                 Err(e) => answer(Err(e)),
             };
         }
-        if method == "pi.sendUserMessage" {
+        if method == "pi.sendUserMessage" || method == "ctx.shutdown" {
             if let Some(scope) = scope {
                 let key = (Arc::as_ptr(proc) as usize, scope.to_string());
                 let mut scopes = self.command_scopes.lock();
                 if let Some(list) = scopes.get_mut(&key) {
-                    // Runs after the command's `handled` response (§A7.3).
-                    list.push(params.clone());
+                    // Runs after the command's `handled` response (§A7.3; a shutdown waits
+                    // for the command too, rpc-protocol.md §10).
+                    list.push((method.to_string(), params.clone()));
                     drop(scopes);
                     return answer(Ok(Value::Null));
                 }

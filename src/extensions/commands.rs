@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
-use super::host::{Builtin, Extensions, Unit};
+use super::host::{Builtin, CallReply, Extensions, Unit};
 use super::process::{Outcome, Waiter};
 use crate::protocol::extension_ui::UiMethod;
 use crate::protocol::Response;
@@ -165,8 +165,10 @@ impl Extensions {
                 .take()
                 .and_then(|id| me.command_scopes.lock().remove(&(key_proc, id)))
                 .unwrap_or_default();
-            for params in deferred {
-                if let Err(e) = me.perform("pi.sendUserMessage", &params) {
+            for (method, params) in deferred {
+                if method == "ctx.shutdown" {
+                    me.perform_later(&method, &params, CallReply(Box::new(|_| {})));
+                } else if let Err(e) = me.perform(&method, &params) {
                     me.error("<runtime>", "send_user_message", e);
                 }
             }

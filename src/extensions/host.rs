@@ -42,6 +42,9 @@ pub(crate) trait Actions: Send + Sync {
     fn call_later(&self, method: &str, params: &Value, reply: CallReply) -> Option<CallReply>;
 }
 
+/// A call a command made that runs after its `handled` response: method and params.
+pub(super) type DeferredCall = (String, Value);
+
 /// The answer to an extension's call, given once its work is done.
 pub struct CallReply(pub Box<dyn FnOnce(Result<Value, String>) + Send>);
 
@@ -175,7 +178,7 @@ pub struct Extensions {
     pub(super) actions: Mutex<Option<Arc<dyn Actions>>>,
     /// Commands waiting for their result, by (process, request id): their deferred
     /// `sendUserMessage` calls run after the `handled` response.
-    pub(super) command_scopes: Mutex<HashMap<(usize, String), Vec<Value>>>,
+    pub(super) command_scopes: Mutex<HashMap<(usize, String), Vec<DeferredCall>>>,
     /// Set while processes are deliberately stopped: their end is not an error.
     pub(super) stopping: AtomicBool,
     /// Set while units initialize: an exit then is that unit's load failure (start-up) or

@@ -137,6 +137,72 @@ impl Actions for RpcActions {
         params: &Value,
         reply: crate::extensions::CallReply,
     ) -> Option<crate::extensions::CallReply> {
+        use crate::agent::session_ops::SessionOp;
+        let session_op = match method {
+            "ctx.newSession" => Some(SessionOp::New {
+                parent_session: params
+                    .get("parentSession")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            }),
+            "ctx.fork" => match params.get("entryId").and_then(Value::as_str) {
+                Some(e) => Some(SessionOp::Fork {
+                    entry_id: e.to_string(),
+                }),
+                None => {
+                    (reply.0)(Err("missing string \"entryId\"".into()));
+                    return None;
+                }
+            },
+            "ctx.switchSession" => match params.get("sessionPath").and_then(Value::as_str) {
+                Some(p) => Some(SessionOp::Switch {
+                    path: p.to_string(),
+                }),
+                None => {
+                    (reply.0)(Err("missing string \"sessionPath\"".into()));
+                    return None;
+                }
+            },
+            _ => None,
+        };
+        if let Some(op) = session_op {
+            match self.processor() {
+                Ok(tx) => {
+                    if let Err(e) = tx.send(Input::ExtensionSession { op, reply }) {
+                        if let Input::ExtensionSession { reply, .. } = e.into_inner() {
+                            (reply.0)(Err("pi-rpc is shutting down".into()));
+                        }
+                    }
+                }
+                Err(e) => (reply.0)(Err(e)),
+            }
+            return None;
+        }
+        if method == "ctx.waitForIdle" {
+            let now = self.session.lock().life.when_idle(reply);
+            if let Some(reply) = now {
+                (reply.0)(Ok(Value::Null));
+            }
+            return None;
+        }
+        if method == "ctx.shutdown" {
+            // Deferred until the session is idle (rpc-protocol.md §10), then as stdin EOF.
+            let Ok(tx) = self.processor().cloned() else {
+                (reply.0)(Err(
+                    "ctx.shutdown is not available in the print modes".into()
+                ));
+                return None;
+            };
+            let shutdown = crate::extensions::CallReply(Box::new(move |_| {
+                let _ = tx.send(Input::Eof);
+            }));
+            let now = self.session.lock().life.when_idle(shutdown);
+            if let Some(s) = now {
+                (s.0)(Ok(Value::Null));
+            }
+            (reply.0)(Ok(Value::Null));
+            return None;
+        }
         if method != "ctx.compact" {
             return Some(reply);
         }
@@ -380,14 +446,9 @@ impl Actions for RpcActions {
                 .map_or(Value::Null, |p| p.to_string_lossy().into_owned().into())),
             "session.getSessionId" => Ok(self.session.lock().session.session_id().into()),
             "session.getHeader" => Ok(self.session.lock().session.header().to_value()),
-            "ctx.waitForIdle"
-            | "ctx.newSession"
-            | "ctx.fork"
-            | "ctx.switchSession"
-            | "ctx.navigateTree"
+            "ctx.navigateTree"
             | "ctx.reload"
             | "ctx.getSystemPromptOptions"
-            | "ctx.shutdown"
             | "ctx.getContextUsage"
             | "session.getTree"
             | "session.getLabel" => Err(format!("{method} is not supported by this pi-rpc yet")),

@@ -9,9 +9,10 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::reader::Input;
-use crate::agent::job::{AgentJob, CompactReply};
+use crate::agent::job::AgentJob;
 use crate::agent::lifecycle::AbortReply;
 use crate::agent::queue::QueueKind;
+use crate::agent::runtime::JobReply;
 use crate::agent::runtime::PromptReply;
 use crate::agent::session_ops::SessionOp;
 use crate::agent::state::{AutoSetting, PromptStart};
@@ -93,10 +94,13 @@ impl Processor {
                 Input::Line(incoming) => self.handle(incoming),
                 Input::Continued { id, command } => self.dispatch_staged(id, command, true),
                 Input::ExtensionMessage { message } => self.extension_message(message),
+                Input::ExtensionSession { op, reply } => {
+                    self.replace_session(JobReply::Extension(reply), op)
+                }
                 Input::ExtensionCompact {
                     custom_instructions,
                     reply,
-                } => self.compact(CompactReply::Extension(reply), custom_instructions),
+                } => self.compact(JobReply::Extension(reply), custom_instructions),
                 Input::ExtensionPrompt {
                     text,
                     images,
@@ -554,13 +558,15 @@ impl Processor {
                 exclude_from_context,
             } => self.start_bash(id, command, exclude_from_context),
             Command::NewSession { parent_session } => {
-                self.replace_session(id, SessionOp::New { parent_session })
+                self.replace_session(JobReply::Rpc(id), SessionOp::New { parent_session })
             }
             Command::SwitchSession { session_path } => {
-                self.replace_session(id, SessionOp::Switch { path: session_path })
+                self.replace_session(JobReply::Rpc(id), SessionOp::Switch { path: session_path })
             }
-            Command::Fork { entry_id } => self.replace_session(id, SessionOp::Fork { entry_id }),
-            Command::Clone => self.replace_session(id, SessionOp::Clone),
+            Command::Fork { entry_id } => {
+                self.replace_session(JobReply::Rpc(id), SessionOp::Fork { entry_id })
+            }
+            Command::Clone => self.replace_session(JobReply::Rpc(id), SessionOp::Clone),
             Command::GetTree => {
                 let text = self.session.lock().session.tree_json_text();
                 self.out.response(&Response::ok_raw(id, name, text));
@@ -601,7 +607,7 @@ impl Processor {
             }
             Command::Compact {
                 custom_instructions,
-            } => self.compact(CompactReply::Rpc(id), custom_instructions),
+            } => self.compact(JobReply::Rpc(id), custom_instructions),
         }
     }
 }
@@ -712,7 +718,7 @@ impl Processor {
     /// `compact`: aborts the active run and any earlier compaction, then hands the compaction to
     /// the agent thread, which answers once the summary is in (`rpc-protocol.md` §3.6). Prompts
     /// are refused from now until it is done.
-    fn compact(&self, reply: CompactReply, custom_instructions: Option<String>) {
+    fn compact(&self, reply: JobReply, custom_instructions: Option<String>) {
         let cancel = CancelToken::new();
         let fire = self.session.lock().life.begin_manual_compaction(&cancel);
         fire.iter().for_each(CancelToken::cancel);
@@ -726,11 +732,11 @@ impl Processor {
             let error = "the agent thread is gone".to_string();
             match e.into_inner() {
                 AgentJob::Compact {
-                    reply: CompactReply::Rpc(id),
+                    reply: JobReply::Rpc(id),
                     ..
                 } => self.out.response(&Response::err(id, "compact", error)),
                 AgentJob::Compact {
-                    reply: CompactReply::Extension(f),
+                    reply: JobReply::Extension(f),
                     ..
                 } => (f.0)(Err(error)),
                 _ => {}
@@ -740,22 +746,20 @@ impl Processor {
 
     /// Aborts the active run (if any) and hands the replacement to the agent thread, which
     /// performs it once the run has settled and answers the command.
-    fn replace_session(&self, id: Option<Value>, op: SessionOp) {
+    fn replace_session(&self, reply: JobReply, op: SessionOp) {
         let command = op.command();
         let run = self.session.lock().life.abort_for_replacement();
         if let Some(cancel) = run {
             cancel.cancel();
         }
-        if let Err(e) = self.agent.send(AgentJob::Session { id, op }) {
-            let (id, _) = match e.into_inner() {
-                AgentJob::Session { id, op } => (id, op),
-                _ => (None, SessionOp::Clone),
-            };
-            self.out.response(&Response::err(
-                id,
-                command,
-                "the agent thread is gone".to_string(),
-            ));
+        if let Err(e) = self.agent.send(AgentJob::Session { reply, op }) {
+            if let AgentJob::Session { reply, .. } = e.into_inner() {
+                reply.answer(
+                    &self.out,
+                    command,
+                    Err("the agent thread is gone".to_string()),
+                );
+            }
         }
     }
 

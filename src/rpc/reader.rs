@@ -30,6 +30,11 @@ pub enum Input {
     /// An extension's `pi.sendMessage` with `triggerTurn` while idle: a run that starts with
     /// this `custom` message.
     ExtensionMessage { message: Value },
+    /// An extension's `ctx.newSession` / `ctx.fork` / `ctx.switchSession`.
+    ExtensionSession {
+        op: crate::agent::session_ops::SessionOp,
+        reply: crate::extensions::CallReply,
+    },
     /// An extension's `ctx.compact`: a manual compaction answering the extension's call.
     ExtensionCompact {
         custom_instructions: Option<String>,
