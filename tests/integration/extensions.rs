@@ -27,7 +27,7 @@ use crate::support::Agent;
 
 /// Sends `cmd` with `id` and returns the records from the send up to and including its
 /// response.
-fn exchange(agent: &mut Agent, id: &str, cmd: Value) -> Vec<Value> {
+pub(crate) fn exchange(agent: &mut Agent, id: &str, cmd: Value) -> Vec<Value> {
     let start = agent.records.len();
     agent.request(id, cmd);
     let (i, _) = find(
@@ -38,14 +38,14 @@ fn exchange(agent: &mut Agent, id: &str, cmd: Value) -> Vec<Value> {
 }
 
 /// `exchange` of a `prompt`.
-fn prompt(agent: &mut Agent, id: &str, message: &str) -> Vec<Value> {
+pub(crate) fn prompt(agent: &mut Agent, id: &str, message: &str) -> Vec<Value> {
     exchange(agent, id, json!({"type": "prompt", "message": message}))
 }
 
 /// A compact view of records for order checks: UI requests without their ids, extension
 /// errors as they are, responses as `"response:<id>"`, tool events as `"<type>:<toolCallId>"`,
 /// everything else as its type.
-fn view(records: &[Value]) -> Vec<Value> {
+pub(crate) fn view(records: &[Value]) -> Vec<Value> {
     records
         .iter()
         .map(|r| {
@@ -64,14 +64,14 @@ fn view(records: &[Value]) -> Vec<Value> {
 }
 
 /// The index of the first `item` in `v`.
-fn pos(v: &[Value], item: &Value) -> usize {
+pub(crate) fn pos(v: &[Value], item: &Value) -> usize {
     v.iter()
         .position(|x| x == item)
         .unwrap_or_else(|| panic!("{item} not in {v:#?}"))
 }
 
 /// Asserts that `window` occurs in `v` as consecutive items.
-fn assert_window(v: &[Value], window: &[Value]) {
+pub(crate) fn assert_window(v: &[Value], window: &[Value]) {
     assert!(
         v.windows(window.len()).any(|w| w == window),
         "{window:#?}\nnot consecutive in\n{v:#?}"
@@ -79,7 +79,7 @@ fn assert_window(v: &[Value], window: &[Value]) {
 }
 
 /// The blocked `tool_execution_end` pi writes (§A7.5: no `durationMs`).
-fn blocked_end(id: &str, tool: &str, reason: &str) -> Value {
+pub(crate) fn blocked_end(id: &str, tool: &str, reason: &str) -> Value {
     json!({"type": "tool_execution_end", "toolCallId": id, "toolName": tool,
            "result": {"content": [{"type": "text", "text": reason}], "details": {}},
            "isError": true})

@@ -12,6 +12,7 @@ mod cli_flags;
 mod compaction;
 mod error_bodies;
 mod export_html;
+mod extension_events;
 mod extensions;
 mod foundation;
 mod llm_anthropic;
