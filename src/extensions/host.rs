@@ -408,7 +408,11 @@ impl Extensions {
                 &mut |_| {},
             )
             .map_err(|e| match e {
+                // The exit may be seen before the request is sent or while it waits.
                 WaitError::Gone(text) => format!("{text} before initialize"),
+                WaitError::Unavailable(text) if proc.end_text().is_some() => {
+                    format!("{text} before initialize")
+                }
                 WaitError::TimedOut => {
                     format!("no initialize result within {} ms", timeout.as_millis())
                 }

@@ -26,7 +26,7 @@ pub(crate) const MAX_LINE_BYTES: usize = 10 * 1024 * 1024;
 /// Lines queued for a child's stdin before senders wait.
 const WRITE_QUEUE: usize = 256;
 /// How long an exited child's status is waited for after its stdout closed.
-const REAP_WAIT: Duration = Duration::from_millis(500);
+const REAP_WAIT: Duration = Duration::from_millis(2000);
 
 /// A `result` message from the extension.
 #[derive(Clone, Debug, PartialEq)]
