@@ -153,23 +153,17 @@ fn input_handlers(rt: &Runtime, prompt: &PrintPrompt) -> Option<PrintPrompt> {
     if !rt.ext.wants("input") {
         return Some(prompt.clone());
     }
-    let images: Vec<Value> = prompt
-        .images
-        .iter()
-        .filter_map(|i| serde_json::to_value(i).ok())
-        .collect();
+    let images = crate::extensions::dispatch::input_images(&prompt.images);
     match rt.ext.input(&prompt.text, &images, "interactive", None) {
         crate::extensions::dispatch::InputOutcome::Handled => None,
         crate::extensions::dispatch::InputOutcome::Continue { text, images: new } => {
             Some(PrintPrompt {
                 text,
-                images: if new == images {
-                    prompt.images.clone()
-                } else {
-                    new.into_iter()
-                        .filter_map(|v| serde_json::from_value(v).ok())
-                        .collect()
-                },
+                images: crate::extensions::dispatch::images_after_input(
+                    prompt.images.clone(),
+                    &images,
+                    new,
+                ),
             })
         }
     }

@@ -234,16 +234,7 @@ fn before_agent_start(rt: &Runtime, user_message: &Value, cancel: &CancelToken) 
         return Vec::new();
     }
     let content = user_message.get("content");
-    let text: String = match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    };
+    let text = crate::compaction::estimate::content_text(content, "\n");
     let images: Vec<Value> = match content {
         Some(Value::Array(blocks)) => blocks
             .iter()

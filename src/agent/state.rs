@@ -295,30 +295,26 @@ impl AgentSession {
 
     /// The system prompt as the model would get it now (`before_agent_start.systemPrompt`).
     pub fn rendered_system_prompt(&self) -> String {
-        let decls = self.active_tool_decls();
-        let sections = system_prompt::build_sections(&PromptInputs {
+        system_prompt::render(&self.prompt_sections(&self.active_tool_decls()))
+    }
+
+    /// The system prompt's sections for these tool declarations.
+    fn prompt_sections(&self, decls: &[ToolDecl]) -> Vec<(String, String)> {
+        system_prompt::build_sections(&PromptInputs {
             custom_prompt: self.resources.prompt.custom.as_deref(),
             append: self.resources.prompt.append.as_deref(),
-            tools: &decls,
+            tools: decls,
             context_files: &self.resources.prompt.context_files,
             skills: &self.resources.skills,
             cwd: &self.cwd,
-        });
-        system_prompt::render(&sections)
+        })
     }
 
     /// The system message the next prompt needs: a full one when the branch declares nothing
     /// yet, a patch when the prompt or tools changed, `None` otherwise.
     pub fn system_message_if_needed(&self) -> Option<Value> {
         let decls = self.active_tool_decls();
-        let sections = system_prompt::build_sections(&PromptInputs {
-            custom_prompt: self.resources.prompt.custom.as_deref(),
-            append: self.resources.prompt.append.as_deref(),
-            tools: &decls,
-            context_files: &self.resources.prompt.context_files,
-            skills: &self.resources.skills,
-            cwd: &self.cwd,
-        });
+        let sections = self.prompt_sections(&decls);
         let declared = Declared::replay(&self.messages.to_vec());
         system_prompt::system_message_for(&declared, &sections, &decls, now_ms())
     }

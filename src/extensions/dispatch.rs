@@ -51,6 +51,33 @@ impl Extensions {
         )
     }
 
+    /// A unit's successful outcome for `payload`; a failure (a throw, the process's end, a
+    /// timeout) is reported as the event's `extension_error` and gives `None`, as does a unit
+    /// that is not awaited or not running.
+    pub(super) fn answered(
+        &self,
+        unit: &Unit,
+        awaited: bool,
+        payload: &Value,
+        cancel: Option<&CancelToken>,
+    ) -> Option<Outcome> {
+        let event = payload
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match self.send_event(unit, awaited, payload, cancel, None)? {
+            Err(e) => {
+                self.error(&unit.path, event, e);
+                None
+            }
+            Ok(o) if !o.ok => {
+                self.error(&unit.path, event, o.error);
+                None
+            }
+            Ok(o) => Some(o),
+        }
+    }
+
     /// An observed event (§A4's generic dispatch): every subscribed unit in load order; a
     /// failure is an `extension_error` and the next unit still runs. Returns each awaited
     /// unit's handler results (an array result is several handlers' results).
@@ -146,17 +173,8 @@ impl Extensions {
         let mut payload = payload.clone();
         let mut patch = ResultPatch::default();
         for (unit, awaited) in self.subscribers("tool_result") {
-            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "tool_result", e);
-                    continue;
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "tool_result", o.error);
-                    continue;
-                }
-                Some(Ok(o)) => o,
+            let Some(outcome) = self.answered(&unit, awaited, &payload, cancel) else {
+                continue;
             };
             for v in handler_values(outcome.value) {
                 let Value::Object(m) = v else { continue };
@@ -196,17 +214,8 @@ impl Extensions {
         for (unit, awaited) in self.subscribers("message_end") {
             let payload =
                 json!({"type": "message_end", "message": current.as_ref().unwrap_or(message)});
-            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "message_end", e);
-                    continue;
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "message_end", o.error);
-                    continue;
-                }
-                Some(Ok(o)) => o,
+            let Some(outcome) = self.answered(&unit, awaited, &payload, cancel) else {
+                continue;
             };
             for v in handler_values(outcome.value) {
                 let Some(m) = v.get("message") else { continue };
@@ -244,17 +253,8 @@ impl Extensions {
             if let Some(b) = streaming_behavior {
                 payload["streamingBehavior"] = b.into();
             }
-            let outcome = match self.send_event(&unit, awaited, &payload, None, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "input", e);
-                    continue;
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "input", o.error);
-                    continue;
-                }
-                Some(Ok(o)) => o,
+            let Some(outcome) = self.answered(&unit, awaited, &payload, None) else {
+                continue;
             };
             for v in handler_values(outcome.value) {
                 match v.get("action").and_then(Value::as_str) {
@@ -285,17 +285,8 @@ impl Extensions {
         let mut messages = Vec::new();
         let mut system_prompt = None;
         for (unit, awaited) in self.subscribers("before_agent_start") {
-            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "before_agent_start", e);
-                    continue;
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "before_agent_start", o.error);
-                    continue;
-                }
-                Some(Ok(o)) => o,
+            let Some(outcome) = self.answered(&unit, awaited, &payload, cancel) else {
+                continue;
             };
             for v in handler_values(outcome.value) {
                 if let Some(m) = v.get("message").filter(|m| m.is_object()) {
@@ -333,17 +324,8 @@ impl Extensions {
         let mut changed = false;
         for (unit, awaited) in self.subscribers("context") {
             let payload = json!({"type": "context", "messages": current});
-            let outcome = match self.send_event(&unit, awaited, &payload, cancel, None) {
-                None => continue,
-                Some(Err(e)) => {
-                    self.error(&unit.path, "context", e);
-                    continue;
-                }
-                Some(Ok(o)) if !o.ok => {
-                    self.error(&unit.path, "context", o.error);
-                    continue;
-                }
-                Some(Ok(o)) => o,
+            let Some(outcome) = self.answered(&unit, awaited, &payload, cancel) else {
+                continue;
             };
             if let Some(Value::Array(m)) = outcome.mutated.as_ref().and_then(|m| m.get("messages"))
             {
@@ -421,6 +403,29 @@ pub(crate) struct ResultPatch {
     pub details: Option<Value>,
     pub structured_content: Option<Option<Value>>,
     pub is_error: Option<bool>,
+}
+
+/// A prompt's images as the `input` payload carries them.
+pub(crate) fn input_images(images: &[crate::protocol::ImageContent]) -> Vec<Value> {
+    images
+        .iter()
+        .filter_map(|i| serde_json::to_value(i).ok())
+        .collect()
+}
+
+/// The images after `input` handlers: the original ones when the handlers left them as sent,
+/// else the ones they returned (blocks that are not images are dropped).
+pub(crate) fn images_after_input(
+    original: Vec<crate::protocol::ImageContent>,
+    sent: &[Value],
+    got: Vec<Value>,
+) -> Vec<crate::protocol::ImageContent> {
+    if got == sent {
+        return original;
+    }
+    got.into_iter()
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .collect()
 }
 
 /// What `input` handlers decided.

@@ -18,7 +18,7 @@ use crate::agent::session_ops::SessionOp;
 use crate::agent::state::{AutoSetting, PromptStart};
 use crate::agent::AgentSession;
 use crate::cancel::CancelToken;
-use crate::extensions::dispatch::InputOutcome;
+use crate::extensions::dispatch::{images_after_input, input_images, InputOutcome};
 use crate::output::Output;
 use crate::protocol::command::{Command, Incoming};
 use crate::protocol::message::BashExecutionMessage;
@@ -195,10 +195,7 @@ impl Processor {
             &id,
             name,
             Box::new(move || {
-                let image_values: Vec<Value> = images
-                    .iter()
-                    .filter_map(|i| serde_json::to_value(i).ok())
-                    .collect();
+                let image_values = input_images(&images);
                 match ext.input(&text, &image_values, "rpc", behavior) {
                     InputOutcome::Handled => out.response(&Response::ok(
                         job_id,
@@ -206,13 +203,7 @@ impl Processor {
                         Some(json!({"disposition": "handled"})),
                     )),
                     InputOutcome::Continue { text, images: new } => {
-                        let images = if new == image_values {
-                            images
-                        } else {
-                            new.into_iter()
-                                .filter_map(|v| serde_json::from_value(v).ok())
-                                .collect()
-                        };
+                        let images = images_after_input(images, &image_values, new);
                         let command = match command {
                             Command::Prompt {
                                 streaming_behavior, ..
@@ -668,20 +659,11 @@ impl Processor {
             let ext = Arc::clone(&self.ext);
             let input = self.input.clone();
             let job: ExtJob = Box::new(move || {
-                let image_values: Vec<Value> = images
-                    .iter()
-                    .filter_map(|i| serde_json::to_value(i).ok())
-                    .collect();
+                let image_values = input_images(&images);
                 if let InputOutcome::Continue { text, images: new } =
                     ext.input(&text, &image_values, "extension", sb)
                 {
-                    let images = if new == image_values {
-                        images
-                    } else {
-                        new.into_iter()
-                            .filter_map(|v| serde_json::from_value(v).ok())
-                            .collect()
-                    };
+                    let images = images_after_input(images, &image_values, new);
                     let _ = input.send(Input::ExtensionPrompt {
                         text,
                         images,
