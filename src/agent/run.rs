@@ -655,8 +655,11 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
 
     enum Msg {
         Start(Value),
-        Update(Box<RawValue>, Value),
+        /// Usage text, the wire event, and the partial message when extensions want it.
+        Update(Box<RawValue>, Value, Option<Value>),
     }
+    // pi's `message_update` payload carries the partial message; built only for subscribers.
+    let partial_for_extensions = rt.ext.wants("message_update");
     let (tx, rx): (Sender<Msg>, Receiver<Msg>) = bounded(256);
     let final_msg = std::thread::scope(|scope| {
         let cancel2 = cancel.clone();
@@ -677,7 +680,8 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
                                     text
                                 }
                             };
-                            Msg::Update(usage, e.to_wire())
+                            let partial = partial_for_extensions.then(|| p.to_value());
+                            Msg::Update(usage, e.to_wire(), partial)
                         }
                     };
                     let _ = tx.send(m);
@@ -692,13 +696,28 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
                             started_emitted = true;
                             emit(rt, Event::MessageStart { message: p });
                         }
-                        Msg::Update(usage, ev) => emit(
-                            rt,
-                            Event::MessageUpdate {
+                        Msg::Update(usage, ev, partial) => {
+                            let e = Event::MessageUpdate {
                                 usage,
                                 assistant_message_event: ev,
-                            },
-                        ),
+                            };
+                            if let (
+                                Some(message),
+                                Event::MessageUpdate {
+                                    assistant_message_event,
+                                    ..
+                                },
+                            ) = (partial, &e)
+                            {
+                                let payload = serde_json::json!({
+                                    "type": "message_update",
+                                    "message": message,
+                                    "assistantMessageEvent": assistant_message_event,
+                                });
+                                rt.ext.emit(&payload, Some(cancel));
+                            }
+                            rt.out.event(&e);
+                        }
                     }
                 }
                 let msg = handle.join().unwrap_or_else(|_| {
