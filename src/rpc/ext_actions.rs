@@ -268,6 +268,13 @@ impl Actions for RpcActions {
                 let name = text_param(params, "name")?;
                 let event = self.session.lock().set_session_name(name)?;
                 self.out.event(&event);
+                if let (Event::SessionInfoChanged { name: Some(n) }, Some(tx)) =
+                    (&event, &self.to_processor)
+                {
+                    let _ = tx.send(Input::ExtensionEvents(vec![
+                        json!({"type": "session_info_changed", "name": n}),
+                    ]));
+                }
                 Ok(Value::Null)
             }
             "pi.getSessionName" | "session.getSessionName" => Ok(self
@@ -360,17 +367,38 @@ impl Actions for RpcActions {
                 let level = text_param(params, "level")?;
                 let level = ThinkingLevel::parse(level)
                     .ok_or_else(|| format!("Invalid thinking level: {level}"))?;
+                let previous = self.session.lock().thinking_level;
                 let events = self.session.lock().set_thinking_level(level);
                 events.iter().for_each(|e| self.out.event(e));
+                if let (false, Some(tx)) = (events.is_empty(), &self.to_processor) {
+                    let current = self.session.lock().thinking_level;
+                    let _ = tx.send(Input::ExtensionEvents(vec![json!({
+                        "type": "thinking_level_select", "level": current, "previousLevel": previous,
+                    })]));
+                }
                 Ok(Value::Null)
             }
             "pi.setModel" => {
                 let provider = text_param(params, "provider")?;
                 let id = text_param(params, "modelId")?;
+                let (previous, previous_level) = {
+                    let s = self.session.lock();
+                    (s.model.clone(), s.thinking_level)
+                };
                 let result = self.session.lock().set_model(provider, id);
                 match result {
-                    Ok((_, events)) => {
+                    Ok((model, events)) => {
+                        let payloads = super::processor::model_select_payloads(
+                            &events,
+                            &model,
+                            &previous,
+                            previous_level,
+                            "set",
+                        );
                         events.iter().for_each(|e| self.out.event(e));
+                        if let Some(tx) = &self.to_processor {
+                            let _ = tx.send(Input::ExtensionEvents(payloads));
+                        }
                         Ok(Value::Bool(true))
                     }
                     Err(_) => Ok(Value::Bool(false)),
@@ -446,12 +474,29 @@ impl Actions for RpcActions {
                 .map_or(Value::Null, |p| p.to_string_lossy().into_owned().into())),
             "session.getSessionId" => Ok(self.session.lock().session.session_id().into()),
             "session.getHeader" => Ok(self.session.lock().session.header().to_value()),
-            "ctx.navigateTree"
-            | "ctx.reload"
-            | "ctx.getSystemPromptOptions"
-            | "ctx.getContextUsage"
-            | "session.getTree"
-            | "session.getLabel" => Err(format!("{method} is not supported by this pi-rpc yet")),
+            "ctx.getContextUsage" => Ok(self
+                .session
+                .lock()
+                .context_usage()
+                .map_or(Value::Null, |u| crate::protocol::data::to_value(&u))),
+            "session.getLabel" => {
+                let id = text_param(params, "id")?;
+                Ok(self
+                    .session
+                    .lock()
+                    .session
+                    .label(id)
+                    .map_or(Value::Null, |l| l.label.clone().into()))
+            }
+            "session.getTree" => {
+                // `get_tree`'s data: `{tree, leafId}` as the RPC command answers it.
+                let text = self.session.lock().session.tree_json_text();
+                let v: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+                Ok(v.get("tree").cloned().unwrap_or(v))
+            }
+            "ctx.navigateTree" | "ctx.reload" | "ctx.getSystemPromptOptions" => {
+                Err(format!("{method} is not supported by this pi-rpc yet"))
+            }
             _ => Err(format!("Unknown method: {method}")),
         }
     }

@@ -49,7 +49,7 @@ pub struct Processor {
 
 /// The extension events a model change sends (pi's `setModel`): `thinking_level_select` when
 /// the level moved with it, then `model_select`.
-fn model_select_payloads(
+pub(crate) fn model_select_payloads(
     events: &[Event],
     model: &crate::llm::Model,
     previous: &crate::llm::Model,
@@ -94,6 +94,18 @@ impl Processor {
                 Input::Line(incoming) => self.handle(incoming),
                 Input::Continued { id, command } => self.dispatch_staged(id, command, true),
                 Input::ExtensionMessage { message } => self.extension_message(message),
+                Input::ExtensionEvents(payloads) => {
+                    let ext = Arc::clone(&self.ext);
+                    self.on_worker(
+                        &None,
+                        "extension",
+                        Box::new(move || {
+                            payloads.iter().for_each(|p| {
+                                ext.emit(p, None);
+                            })
+                        }),
+                    );
+                }
                 Input::ExtensionSession { op, reply } => {
                     self.replace_session(JobReply::Extension(reply), op)
                 }

@@ -35,6 +35,9 @@ pub enum Input {
         op: crate::agent::session_ops::SessionOp,
         reply: crate::extensions::CallReply,
     },
+    /// Events for extensions caused by an extension's own call (`pi.setModel`): dispatched on
+    /// the worker, since the calling extension's reader thread cannot wait for handlers.
+    ExtensionEvents(Vec<Value>),
     /// An extension's `ctx.compact`: a manual compaction answering the extension's call.
     ExtensionCompact {
         custom_instructions: Option<String>,

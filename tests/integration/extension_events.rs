@@ -1148,3 +1148,75 @@ fn terminate_from_a_blocking_tool_call_ends_the_run_after_the_batch() {
     assert_eq!(mock.requests().len(), 3);
     assert_eq!(ext_records(&recs), Vec::<Value>::new());
 }
+
+// ---------------------------------------------------------------------------- state calls
+
+#[test]
+fn state_calls_reach_the_session_and_changes_they_make_reach_the_extensions() {
+    let Some(py) =
+        python("state_calls_reach_the_session_and_changes_they_make_reach_the_extensions")
+    else {
+        return;
+    };
+    let mut a = python_extension(
+        Agent::builder(),
+        &py,
+        "stateful",
+        r#"
+def initialize(msg):
+    return {"commands": [{"name": "q"}],
+            "subscriptions": [{"event": "model_select"}, {"event": "session_info_changed"},
+                              {"event": "thinking_level_select"}]}
+
+def on_event(event, scope):
+    fire(scope, "ui.notify", message=json.dumps({"event": event["type"],
+        "source": event.get("source"), "name": event.get("name"), "level": event.get("level")}))
+
+def on_command(name, args, scope):
+    leaf = call(scope, "session.getLeafId")
+    call(scope, "pi.setLabel", entryId=leaf, label="here")
+    call(scope, "pi.setSessionName", name="renamed")
+    switched = call(scope, "pi.setModel", provider="mock", modelId="mock-haiku")
+    fire(scope, "ui.notify", message=json.dumps({
+        "switched": switched,
+        "label": call(scope, "session.getLabel", id=leaf),
+        "roots": len(call(scope, "session.getTree")),
+        "usage": call(scope, "ctx.getContextUsage"),
+        "name": call(scope, "pi.getSessionName"),
+        "model": call(scope, "ctx.getState")["model"]["id"],
+    }))
+"#,
+    )
+    .spawn();
+    let recs = prompt(&mut a, "c1", "/q");
+    let result = notes(&recs)
+        .into_iter()
+        .find(|n| n.get("switched").is_some())
+        .expect("the command's report");
+    assert_eq!(
+        result,
+        json!({"switched": true, "label": "here", "roots": 1,
+               "usage": {"tokens": 0, "contextWindow": 100000, "percent": 0},
+               "name": "renamed", "model": "mock-haiku"}),
+        "{recs:#?}"
+    );
+    assert_eq!(
+        recs.last().unwrap()["data"],
+        json!({"disposition": "handled"})
+    );
+    // The events the calls caused reach the extensions (after the call: its reader thread
+    // cannot wait for handlers).
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let r = a.wait_for(json!({"type": "extension_ui_request", "method": "notify"}));
+        seen.push(note(&r)["event"].clone());
+        if seen.contains(&json!("model_select")) && seen.contains(&json!("session_info_changed")) {
+            break;
+        }
+    }
+    assert!(seen.contains(&json!("model_select")), "{seen:?}");
+    assert!(seen.contains(&json!("session_info_changed")), "{seen:?}");
+    let st = a.request("st", json!({"type": "get_state"}));
+    assert_eq!(st["data"]["model"]["id"], "mock-haiku");
+    assert_eq!(st["data"]["sessionName"], "renamed");
+}
