@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde_json::Value;
 
 use super::process::{self, ShellCommand};
 use crate::cancel::CancelToken;
@@ -50,22 +49,6 @@ pub struct BashResult {
     /// The rolling window dropped something or the tail truncation applied.
     pub truncated: bool,
     pub full_output_path: Option<PathBuf>,
-}
-
-impl BashResult {
-    /// `{output, exitCode?, cancelled, truncated, fullOutputPath?}` in that key order.
-    pub fn to_json(&self) -> Value {
-        crate::protocol::data::to_value(&crate::protocol::data::BashData {
-            output: &self.output,
-            exit_code: self.exit_code,
-            cancelled: self.cancelled,
-            truncated: self.truncated,
-            full_output_path: self
-                .full_output_path
-                .as_ref()
-                .map(|p| p.to_string_lossy().into_owned()),
-        })
-    }
 }
 
 /// Runs an RPC `bash` command to completion (or until `cancel` fires). `on_chunk` receives each
@@ -538,32 +521,6 @@ mod tests {
         assert_eq!(d.finish(), "\u{fffd}");
         let mut d = Utf8Decoder::default();
         assert_eq!(d.decode(b"\xe2\x82x"), "\u{fffd}x");
-    }
-
-    #[test]
-    fn result_json_key_order() {
-        let r = BashResult {
-            output: "out\nerr\n".into(),
-            exit_code: Some(3),
-            cancelled: false,
-            truncated: false,
-            full_output_path: None,
-        };
-        assert_eq!(
-            serde_json::to_string(&r.to_json()).expect("json"),
-            r#"{"output":"out\nerr\n","exitCode":3,"cancelled":false,"truncated":false}"#
-        );
-        let r = BashResult {
-            output: "before-sleep\n".into(),
-            exit_code: None,
-            cancelled: true,
-            truncated: true,
-            full_output_path: Some(PathBuf::from("/tmp/pi-bash-0123456789abcdef.log")),
-        };
-        assert_eq!(
-            serde_json::to_string(&r.to_json()).expect("json"),
-            r#"{"output":"before-sleep\n","cancelled":true,"truncated":true,"fullOutputPath":"/tmp/pi-bash-0123456789abcdef.log"}"#
-        );
     }
 
     fn req(command: &str, temp_dir: &Path) -> BashRequest {

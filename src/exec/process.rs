@@ -183,10 +183,9 @@ pub fn run(
         command.env(k, v);
     }
     let started = Instant::now();
-    let spawned = command.spawn();
-    // The parent's copies of the pipe's write end live in `command`: close them now so the
-    // pipe reports EOF once the children are done.
-    drop(command);
+    // The parent's copies of the pipe's write end live in `command`: the spawner drops it
+    // after the fork, so the pipe reports EOF once the children are done.
+    let spawned = super::spawner::spawn(command);
     let mut child = spawned.map_err(|e| format!("Failed to start shell {}: {e}", cmd.shell))?;
     let pid = child.id() as i32;
     groups::track(pid);

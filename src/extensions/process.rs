@@ -121,8 +121,7 @@ impl ExtProcess {
         for (k, v) in env {
             command.env(k, v);
         }
-        let mut child = command
-            .spawn()
+        let mut child = crate::exec::spawner::spawn(command)
             .map_err(|e| format!("cannot start {program}: {e}"))?;
         let pgid = child.id() as i32;
         crate::exec::groups::track(pgid);

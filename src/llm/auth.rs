@@ -337,14 +337,13 @@ fn lookup(name: &str, env: &EnvLookup, overrides: Option<&Map<String, Value>>) -
 /// Runs `sh -c command` (stdin and stderr closed, 10 s limit) and returns its trimmed stdout
 /// when it exits 0 and printed something.
 fn run_command(command: &str) -> Option<String> {
-    let mut child = Command::new("sh")
-        .arg("-c")
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
         .arg(command)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
+        .stderr(Stdio::null());
+    let mut child = crate::exec::spawner::spawn(sh).ok()?;
     let mut stdout = child.stdout.take()?;
     let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
     std::thread::spawn(move || {

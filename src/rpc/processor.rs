@@ -70,6 +70,21 @@ pub(crate) fn model_select_payloads(
     out
 }
 
+/// The RPC `bash` response data: `{output, exitCode?, cancelled, truncated, fullOutputPath?}`
+/// in that key order (`protocol::data::BashData`).
+fn bash_data(r: &crate::exec::bash::BashResult) -> Value {
+    crate::protocol::data::to_value(&crate::protocol::data::BashData {
+        output: &r.output,
+        exit_code: r.exit_code,
+        cancelled: r.cancelled,
+        truncated: r.truncated,
+        full_output_path: r
+            .full_output_path
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned()),
+    })
+}
+
 /// Work for the `ext-worker` thread: extension handlers, then what follows them.
 pub type ExtJob = Box<dyn FnOnce() + Send>;
 
@@ -838,7 +853,7 @@ impl Processor {
                         };
                         s.record_or_defer(message.to_value());
                         drop(s);
-                        out.response(&Response::ok(id, "bash", Some(r.to_json())));
+                        out.response(&Response::ok(id, "bash", Some(bash_data(&r))));
                     }
                     Err(e) => {
                         drop(s);

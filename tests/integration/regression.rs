@@ -261,3 +261,71 @@ fn abort_bash_kills_a_command_that_ignores_sigterm() {
         "trapped\n",
     );
 }
+
+// ------------------------------------------------------------ children outliving a kill -9
+
+/// True while `pid` runs (a zombie, dead but not yet reaped by whoever adopted it, does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = stat.get(stat.rfind(')')? + 2..)?.to_string();
+            after.chars().next()
+        })
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
+/// The bug (pi, and pi-rpc before issue 17 §8): after `kill -9` of the agent, the shell of an
+/// RPC `bash` command (and the bash tool's) kept running, as did extension processes: nothing
+/// was left to kill their process groups. Children now get a parent-death signal, forked from
+/// one long-lived thread (the signal follows the forking thread, and the RPC bash thread that
+/// asked for this shell is short-lived).
+#[test]
+fn children_die_with_a_killed_pi_rpc() {
+    let mock = no_llm();
+    let mut agent = agent_for(&mock).spawn();
+    // `exec`: the command replaces the shell, keeping its pid and its death signal.
+    agent.send(json!({"id": "b", "type": "bash",
+        "command": "echo $$ > pid.txt; echo started; exec sleep 300"}));
+    agent.wait_for_timeout(json!({"type": "bash_execution_update", "id": "b"}), LONG);
+    let pid_file = agent.cwd.join("pid.txt");
+    eventually("the command to write its pid", || {
+        read_pid(&pid_file).is_some()
+    });
+    let pid = read_pid(&pid_file).unwrap();
+    eventually("the command to run", || running(pid));
+    agent.kill();
+    eventually("the command to die with pi-rpc", || !running(pid));
+}
+
+/// The same for an extension process.
+#[test]
+fn extension_processes_die_with_a_killed_pi_rpc() {
+    let Some(py) = crate::support::ext::python("extension_processes_die_with_a_killed_pi_rpc")
+    else {
+        return;
+    };
+    let mock = no_llm();
+    let mut agent = crate::support::ext::python_extension(
+        agent_for(&mock),
+        &py,
+        "pidfile",
+        r#"
+import os, threading, time
+
+def initialize(msg):
+    with open(os.path.join(msg["cwd"], "ext-pid.txt"), "w") as f:
+        f.write(str(os.getpid()))
+    # Outlives stdin's end (a non-daemon thread), as a careless extension would.
+    threading.Thread(target=time.sleep, args=(300,)).start()
+    return {}
+"#,
+    )
+    .spawn();
+    let r = agent.request("s", json!({"type": "get_state"}));
+    assert_eq!(r["success"], true, "{r}");
+    let pid = read_pid(&agent.cwd.join("ext-pid.txt")).expect("the extension wrote its pid");
+    assert!(running(pid));
+    agent.kill();
+    eventually("the extension to die with pi-rpc", || !running(pid));
+}
