@@ -25,6 +25,8 @@ use crate::protocol::framing::{Frame, LineSplitter};
 pub(crate) const MAX_LINE_BYTES: usize = 10 * 1024 * 1024;
 /// Lines queued for a child's stdin before senders wait.
 const WRITE_QUEUE: usize = 256;
+/// How long a full input queue may stay full before the child is taken for hung.
+const WRITE_STALL: Duration = Duration::from_secs(5);
 /// How long an exited child's status is waited for after its stdout closed.
 const REAP_WAIT: Duration = Duration::from_millis(2000);
 
@@ -170,12 +172,25 @@ impl ExtProcess {
         self.ended.lock().clone()
     }
 
+    /// Queues a line for the child's stdin. A child that stops reading its input for
+    /// [`WRITE_STALL`] with the queue full is killed (its end is reported as any other), so no
+    /// thread of pi-rpc (the stdin reader answering a dialog among them) waits on it forever.
     fn send_line(&self, msg: &Map<String, Value>) -> bool {
         let line = crate::protocol::framing::encode(msg);
         let tx = self.tx.lock().clone();
-        match tx {
-            Some(tx) => tx.send(line).is_ok(),
-            None => false,
+        let Some(tx) = tx else { return false };
+        match tx.send_timeout(line, WRITE_STALL) {
+            Ok(()) => true,
+            Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => false,
+            Err(crossbeam_channel::SendTimeoutError::Timeout(_)) => {
+                eprintln!(
+                    "[ext {}] pi-rpc: the extension stopped reading its input for {} s; stopping it",
+                    self.name,
+                    WRITE_STALL.as_secs()
+                );
+                self.kill();
+                false
+            }
         }
     }
 

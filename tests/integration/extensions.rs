@@ -2078,3 +2078,56 @@ fn a_handler_timeout_treats_a_slow_handler_as_thrown() {
         ],
     );
 }
+
+/// An extension that stops reading its input while pi-rpc writes to it is stopped after its
+/// queue stayed full for 5 s: the run goes on (pi-rpc never waits on it forever), and the
+/// extension's end is reported as any other.
+#[test]
+fn an_extension_that_stops_reading_is_stopped_and_the_run_goes_on() {
+    let Some(py) = python("an_extension_that_stops_reading_is_stopped_and_the_run_goes_on") else {
+        return;
+    };
+    // A reply of 2,000 deltas, each a message_update notification to the extension.
+    let mock = crate::support::mock_llm::MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "text", "text": "abcdefghij".repeat(4000), "chunk_size": 20}]}
+    ]}));
+    let script = r#"
+import json, sys, time
+line = sys.stdin.readline()
+msg = json.loads(line)
+unit = {"ext": msg["units"][0]["ext"],
+        "subscriptions": [{"event": "message_update", "await": False}]}
+sys.stdout.write(json.dumps({"type": "result", "id": msg["id"], "ok": True,
+                             "value": {"protocol": 1, "units": [unit]}}) + "\n")
+sys.stdout.flush()
+time.sleep(600)  # never reads again
+"#;
+    let mut agent = crate::support::run::agent_for(&mock)
+        .agent_file(
+            "extensions/deaf/index.ext.json",
+            &ext::manifest(&py, "{{AGENT_DIR}}/extensions/deaf/deaf.py"),
+        )
+        .agent_file("extensions/deaf/deaf.py", script)
+        .spawn();
+    let records = crate::support::run::run_prompt(&mut agent, "p", "go");
+    let path = agent.agent_dir.join("extensions/deaf/index.ext.json");
+    let (_, error) = find(
+        &records,
+        json!({"type": "extension_error", "event": "process"}),
+    );
+    assert_eq!(
+        error["extensionPath"],
+        path.to_string_lossy().as_ref(),
+        "{error}"
+    );
+    assert_eq!(records.last().unwrap()["type"], "agent_settled");
+    agent.close_stdin();
+    assert_eq!(agent.wait_exit(LONG).code(), Some(0));
+    assert!(
+        agent
+            .stderr()
+            .contains("the extension stopped reading its input for 5 s; stopping it"),
+        "{}",
+        agent.stderr()
+    );
+}
