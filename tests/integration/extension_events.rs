@@ -1220,3 +1220,86 @@ def on_command(name, args, scope):
     assert_eq!(st["data"]["model"]["id"], "mock-haiku");
     assert_eq!(st["data"]["sessionName"], "renamed");
 }
+
+// ------------------------------------------------------------------ command-scope actions
+
+/// `ctx.compact` (answered with the compaction result once it is in), `pi.setActiveTools`,
+/// `ctx.newSession` (the extension gets a fresh runtime: `session_start{reason:"new"}`),
+/// `ctx.waitForIdle` and `ctx.shutdown` (after the command's `handled` response; exit 0).
+#[test]
+fn command_actions_compact_switch_tools_start_a_session_and_shut_down() {
+    let Some(py) = python("command_actions_compact_switch_tools_start_a_session_and_shut_down")
+    else {
+        return;
+    };
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "text", "text": "Reply one."}], "usage": {"input": 100, "output": 5}},
+        {"blocks": [{"type": "text", "text": "Reply two."}], "usage": {"input": 100, "output": 5}},
+        text_reply("The summary."),
+    ]}));
+    let mut settings = fast_settings();
+    settings["compaction"] = json!({"keepRecentTokens": 5});
+    let mut a = python_extension(
+        agent_for(&mock).settings(settings),
+        &py,
+        "actions",
+        r#"
+def initialize(msg):
+    return {"commands": [{"name": "act"}], "subscriptions": [{"event": "session_start"}]}
+
+def on_event(event, scope):
+    fire(scope, "ui.notify", message=json.dumps({"start": event["reason"]}))
+
+def on_command(name, args, scope):
+    if args == "compact":
+        r = call(scope, "ctx.compact", customInstructions="short")
+        out = {"summary": r["summary"], "kept": r["firstKeptEntryId"] is not None}
+    elif args == "tools":
+        call(scope, "pi.setActiveTools", toolNames=["read", "ls", "no-such-tool"])
+        out = {"tools": call(scope, "pi.getActiveTools")}
+    elif args == "new":
+        out = {"new": call(scope, "ctx.newSession")}
+    elif args == "idle":
+        call(scope, "ctx.waitForIdle")
+        out = {"idle": True}
+    elif args == "bye":
+        call(scope, "ctx.shutdown")
+        out = {"bye": True}
+    fire(scope, "ui.notify", message=json.dumps(out))
+"#,
+    )
+    .spawn();
+    run_prompt(&mut a, "p1", "first question");
+    run_prompt(&mut a, "p2", "second question");
+
+    let recs = prompt(&mut a, "c1", "/act compact");
+    assert_eq!(
+        notes(&recs).last().unwrap(),
+        &json!({"summary": "The summary.", "kept": true}),
+        "{recs:#?}"
+    );
+    assert!(find_all(&recs, json!({"type": "compaction_end", "aborted": false})).len() == 1);
+
+    let recs = prompt(&mut a, "c2", "/act tools");
+    assert_eq!(
+        notes(&recs).last().unwrap(),
+        &json!({"tools": ["read", "ls"]})
+    );
+
+    let recs = prompt(&mut a, "c3", "/act new");
+    let n = notes(&recs);
+    assert!(n.contains(&json!({"start": "new"})), "{n:?}");
+    assert_eq!(n.last().unwrap(), &json!({"new": {"cancelled": false}}));
+    let st = a.request("st", json!({"type": "get_state"}));
+    assert_eq!(st["data"]["messageCount"], 0, "{st}");
+
+    let recs = prompt(&mut a, "c4", "/act idle");
+    assert_eq!(notes(&recs).last().unwrap(), &json!({"idle": true}));
+
+    let recs = prompt(&mut a, "c5", "/act bye");
+    assert_eq!(
+        recs.last().unwrap()["data"],
+        json!({"disposition": "handled"})
+    );
+    assert_eq!(a.wait_exit(LONG).code(), Some(0), "{}", a.stderr());
+}
