@@ -128,17 +128,7 @@ fn python_manifest(dir: &Path) -> Option<String> {
 /// `<dir>/stderr.txt` so a failed start can be shown.
 fn spawn(bin: &Path, dir: &Path, args: &[String]) -> Child {
     let stderr = std::fs::File::create(dir.join("stderr.txt")).expect("stderr file");
-    Command::new(bin)
-        .args(["--mode", "rpc", "--no-session"])
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", dir)
-        .env("HOME", dir)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()
-        .expect("spawn pi-rpc")
+    bench_support::spawn_rpc_with_stderr(bin, dir, args, Stdio::from(stderr))
 }
 
 fn stderr_of(dir: &Path) -> String {

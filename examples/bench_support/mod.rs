@@ -33,6 +33,16 @@ pub fn agent_dir(name: &str, models_json: &str) -> PathBuf {
 /// Spawns `bin --mode rpc --no-session <args>` with `dir` as agent dir, home and cwd; stdin and
 /// stdout piped, stderr discarded.
 pub fn spawn_rpc(bin: &Path, dir: &Path, args: &[&str]) -> Child {
+    spawn_rpc_with_stderr(bin, dir, args, Stdio::null())
+}
+
+/// [`spawn_rpc`] with stderr going to `stderr`.
+pub fn spawn_rpc_with_stderr<S: AsRef<std::ffi::OsStr>>(
+    bin: &Path,
+    dir: &Path,
+    args: &[S],
+    stderr: Stdio,
+) -> Child {
     Command::new(bin)
         .args(["--mode", "rpc", "--no-session"])
         .args(args)
@@ -41,7 +51,7 @@ pub fn spawn_rpc(bin: &Path, dir: &Path, args: &[&str]) -> Child {
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("spawn pi-rpc")
 }
