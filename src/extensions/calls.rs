@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::host::{add_registrations, CallReply, Extensions, Unit};
+use super::host::{CallReply, Extensions, Unit};
 use super::process::{ExtProcess, Inbox};
+use super::registrations::add_registrations;
 use crate::protocol::extension_ui::{degraded_value, UiMethod};
 
 impl Extensions {

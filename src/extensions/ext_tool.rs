@@ -5,7 +5,8 @@ use std::sync::{Arc, Weak};
 
 use serde_json::{json, Map, Value};
 
-use super::host::{Extensions, ToolReg, Unit};
+use super::host::{Extensions, Unit};
+use super::registrations::ToolReg;
 
 /// An extension tool, offered to the model like a built-in (§B8).
 pub(crate) struct ExtTool {

@@ -2,9 +2,11 @@
 //! (protocol 1), the UI sub-protocol, extension commands and tools.
 //!
 //! `discovery` finds the units in pi's load order; `manifest` reads `*.ext.json`; `process`
-//! runs one child and its threads; `ui` holds the dialogs waiting for the client; `host` is
-//! the runtime the rest of pi-rpc talks to (dispatch with pi's combination rules, commands,
-//! tools, calls from extensions). TypeScript/JavaScript units need the Node extension host,
+//! runs one child and its threads; `ui` holds the dialogs waiting for the client;
+//! `registrations` what each unit registered; `host` is the runtime the rest of pi-rpc talks to
+//! (units, start-up, waiting, replacement, shutdown), with its methods by concern in `dispatch`
+//! (events, pi's combination rules), `commands`, `ext_tool` and `calls` (what extensions ask);
+//! `plan` starts it once a mode has its output. TypeScript/JavaScript units need the Node extension host,
 //! which is not built yet: such a unit is a load failure, never skipped (an extension is often
 //! a permission gate, and running without it would silently allow everything it guards).
 
@@ -18,6 +20,7 @@ pub(crate) mod host;
 pub(crate) mod manifest;
 mod plan;
 pub(crate) mod process;
+pub(crate) mod registrations;
 pub(crate) mod ui;
 
 pub use discovery::{discover, DiscoveryOptions};
