@@ -445,7 +445,7 @@ pub fn run_rpc(session: AgentSession, plan: crate::extensions::ExtensionPlan) ->
     let ext_jobs = if ext.is_empty() {
         None
     } else {
-        match crate::rpc::processor::spawn_ext_worker() {
+        match crate::rpc::ext_worker::spawn_ext_worker() {
             Ok(tx) => Some(tx),
             Err(e) => {
                 eprintln!("pi-rpc: cannot start the extension worker thread: {e}");

@@ -388,7 +388,7 @@ impl Actions for RpcActions {
                 let result = self.session.lock().set_model(provider, id);
                 match result {
                     Ok((model, events)) => {
-                        let payloads = super::processor::model_select_payloads(
+                        let payloads = super::ext_worker::model_select_payloads(
                             &events,
                             &model,
                             &previous,

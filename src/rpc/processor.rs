@@ -8,6 +8,7 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
+use super::ext_worker::{model_select_payloads, ExtJob};
 use super::reader::Input;
 use crate::agent::job::AgentJob;
 use crate::agent::lifecycle::AbortReply;
@@ -18,7 +19,6 @@ use crate::agent::session_ops::SessionOp;
 use crate::agent::state::{AutoSetting, PromptStart};
 use crate::agent::AgentSession;
 use crate::cancel::CancelToken;
-use crate::extensions::dispatch::{images_after_input, input_images, InputOutcome};
 use crate::output::Output;
 use crate::protocol::command::{Command, Incoming};
 use crate::protocol::message::BashExecutionMessage;
@@ -47,29 +47,6 @@ pub struct Processor {
     pub input: crossbeam_channel::Sender<Input>,
 }
 
-/// The extension events a model change sends (pi's `setModel`): `thinking_level_select` when
-/// the level moved with it, then `model_select`.
-pub(crate) fn model_select_payloads(
-    events: &[Event],
-    model: &crate::llm::Model,
-    previous: &crate::llm::Model,
-    previous_level: crate::llm::ThinkingLevel,
-    source: &str,
-) -> Vec<Value> {
-    let mut out = Vec::new();
-    for e in events {
-        if let Event::ThinkingLevelChanged { level } = e {
-            out.push(json!({"type": "thinking_level_select", "level": level,
-                "previousLevel": previous_level}));
-        }
-    }
-    out.push(
-        json!({"type": "model_select", "model": model, "previousModel": previous,
-        "source": source}),
-    );
-    out
-}
-
 /// The RPC `bash` response data: `{output, exitCode?, cancelled, truncated, fullOutputPath?}`
 /// in that key order (`protocol::data::BashData`).
 fn bash_data(r: &crate::exec::bash::BashResult) -> Value {
@@ -85,16 +62,19 @@ fn bash_data(r: &crate::exec::bash::BashResult) -> Value {
     })
 }
 
-/// Work for the `ext-worker` thread: extension handlers, then what follows them.
-pub type ExtJob = Box<dyn FnOnce() + Send>;
-
-/// Starts the `ext-worker` thread, which runs [`ExtJob`]s in order.
-pub fn spawn_ext_worker() -> std::io::Result<crossbeam_channel::Sender<ExtJob>> {
-    let (tx, rx) = crossbeam_channel::bounded::<ExtJob>(64);
-    std::thread::Builder::new()
-        .name("ext-worker".into())
-        .spawn(move || rx.into_iter().for_each(|job| job()))?;
-    Ok(tx)
+/// A `user_bash` handler's `{result}` (validated by the dispatch) as the run it stands for.
+fn bash_result_of(data: &Value) -> crate::exec::bash::BashResult {
+    let text = |k: &str| data.get(k).and_then(Value::as_str);
+    crate::exec::bash::BashResult {
+        output: text("output").unwrap_or_default().to_string(),
+        exit_code: data
+            .get("exitCode")
+            .and_then(Value::as_i64)
+            .map(|c| c as i32),
+        cancelled: data["cancelled"].as_bool().unwrap_or(false),
+        truncated: data["truncated"].as_bool().unwrap_or(false),
+        full_output_path: text("fullOutputPath").map(std::path::PathBuf::from),
+    }
 }
 
 impl Processor {
@@ -168,140 +148,7 @@ impl Processor {
         self.dispatch_staged(id, command, false)
     }
 
-    /// Runs `job` on the `ext-worker` thread; without one (or when it is full), here.
-    fn on_worker(&self, id: &Option<Value>, name: &'static str, job: ExtJob) {
-        match &self.ext_jobs {
-            Some(tx) => {
-                if let Err(e) = tx.try_send(job) {
-                    match e {
-                        crossbeam_channel::TrySendError::Full(_) => {
-                            self.out.response(&Response::err(
-                                id.clone(),
-                                name,
-                                "too many commands are waiting for extension handlers",
-                            ))
-                        }
-                        crossbeam_channel::TrySendError::Disconnected(job) => job(),
-                    }
-                }
-            }
-            None => job(),
-        }
-    }
-
-    /// `prompt` / `steer` / `follow_up` through the `input` handlers first (§A7.4): `handled`
-    /// answers the command; otherwise it comes back as [`Input::Continued`] with their text.
-    fn input_stage(&self, id: Option<Value>, command: Command) {
-        let name = command.name();
-        let streaming = self.session.lock().life.is_streaming();
-        let (text, images, behavior) = match &command {
-            Command::Prompt {
-                message,
-                images,
-                streaming_behavior,
-            } => (
-                message.clone(),
-                images.clone(),
-                streaming_behavior.map(|b| match b {
-                    crate::protocol::StreamingBehavior::Steer => "steer",
-                    crate::protocol::StreamingBehavior::FollowUp => "followUp",
-                }),
-            ),
-            Command::Steer { message, images } => (message.clone(), images.clone(), Some("steer")),
-            Command::FollowUp { message, images } => {
-                (message.clone(), images.clone(), Some("followUp"))
-            }
-            _ => return self.dispatch_staged(id, command, true),
-        };
-        let behavior = if streaming { behavior } else { None };
-        let ext = Arc::clone(&self.ext);
-        let out = self.out.clone();
-        let input = self.input.clone();
-        let job_id = id.clone();
-        self.on_worker(
-            &id,
-            name,
-            Box::new(move || {
-                let image_values = input_images(&images);
-                match ext.input(&text, &image_values, "rpc", behavior) {
-                    InputOutcome::Handled => out.response(&Response::ok(
-                        job_id,
-                        name,
-                        Some(json!({"disposition": "handled"})),
-                    )),
-                    InputOutcome::Continue { text, images: new } => {
-                        let images = images_after_input(images, &image_values, new);
-                        let command = match command {
-                            Command::Prompt {
-                                streaming_behavior, ..
-                            } => Command::Prompt {
-                                message: text,
-                                images,
-                                streaming_behavior,
-                            },
-                            Command::Steer { .. } => Command::Steer {
-                                message: text,
-                                images,
-                            },
-                            _ => Command::FollowUp {
-                                message: text,
-                                images,
-                            },
-                        };
-                        let _ = input.send(Input::Continued {
-                            id: job_id,
-                            command,
-                        });
-                    }
-                }
-            }),
-        );
-    }
-
-    /// The response of a command whose extension event (`model_select`,
-    /// `thinking_level_select`, `session_info_changed`) runs first: on the worker when a unit
-    /// subscribes, else at once.
-    fn after_event(
-        &self,
-        id: Option<Value>,
-        name: &'static str,
-        payload: Value,
-        data: Option<Value>,
-    ) {
-        self.after_events(id, name, vec![payload], data)
-    }
-
-    /// [`Processor::after_event`] for several events, dispatched in order.
-    fn after_events(
-        &self,
-        id: Option<Value>,
-        name: &'static str,
-        payloads: Vec<Value>,
-        data: Option<Value>,
-    ) {
-        let payloads: Vec<Value> = payloads
-            .into_iter()
-            .filter(|p| self.ext.wants(p["type"].as_str().unwrap_or_default()))
-            .collect();
-        if payloads.is_empty() {
-            return self.out.response(&Response::ok(id, name, data));
-        }
-        let ext = Arc::clone(&self.ext);
-        let out = self.out.clone();
-        let job_id = id.clone();
-        self.on_worker(
-            &id,
-            name,
-            Box::new(move || {
-                for p in &payloads {
-                    ext.emit(p, None);
-                }
-                out.response(&Response::ok(job_id, name, data));
-            }),
-        );
-    }
-
-    fn dispatch_staged(&self, id: Option<Value>, command: Command, input_done: bool) {
+    pub(super) fn dispatch_staged(&self, id: Option<Value>, command: Command, input_done: bool) {
         let name = command.name();
         let reply = |result: Result<Option<Value>, String>| match result {
             Ok(data) => self.out.response(&Response::ok(id.clone(), name, data)),
@@ -631,103 +478,10 @@ impl Processor {
 }
 
 impl Processor {
-    /// An extension's `sendMessage` with `triggerTurn`: a run opened by its `custom` message
-    /// (refused as a prompt would be; a refusal is the extension's `extension_error`).
-    fn extension_message(&self, message: Value) {
-        let start = {
-            let mut s = self.session.lock();
-            if s.life.is_streaming() {
-                PromptStart::Rejected(
-                    "Agent is already processing; pi-rpc cannot queue an extension's message yet"
-                        .into(),
-                )
-            } else {
-                s.begin_prompt_with("", Vec::new(), None, false)
-            }
-        };
-        match start {
-            PromptStart::Run(_) => {
-                let job = AgentJob::Run {
-                    reply: None,
-                    user_message: message,
-                };
-                if self.agent.send(job).is_err() {
-                    self.session.lock().life.run_not_started();
-                }
-            }
-            PromptStart::Rejected(error)
-            | PromptStart::Queued(Event::ExtensionError { error, .. }) => {
-                self.out.event(&Event::ExtensionError {
-                    extension_path: "<runtime>".into(),
-                    event: "send_message".into(),
-                    error,
-                })
-            }
-            PromptStart::Queued(_) => {}
-        }
-    }
-
-    /// An extension's `sendUserMessage`: a prompt (no template expansion) with no response;
-    /// a refusal is the extension's `extension_error` (`<runtime>`, `send_user_message`).
-    fn extension_prompt(
-        &self,
-        text: String,
-        images: Vec<crate::protocol::ImageContent>,
-        behavior: Option<crate::protocol::StreamingBehavior>,
-        input_done: bool,
-    ) {
-        if !input_done && self.ext.wants("input") {
-            // `input` handlers with `source:"extension"` first, on the worker (§A4).
-            let streaming = self.session.lock().life.is_streaming();
-            let sb = behavior.filter(|_| streaming).map(|b| match b {
-                crate::protocol::StreamingBehavior::Steer => "steer",
-                crate::protocol::StreamingBehavior::FollowUp => "followUp",
-            });
-            let ext = Arc::clone(&self.ext);
-            let input = self.input.clone();
-            let job: ExtJob = Box::new(move || {
-                let image_values = input_images(&images);
-                if let InputOutcome::Continue { text, images: new } =
-                    ext.input(&text, &image_values, "extension", sb)
-                {
-                    let images = images_after_input(images, &image_values, new);
-                    let _ = input.send(Input::ExtensionPrompt {
-                        text,
-                        images,
-                        behavior,
-                        input_done: true,
-                    });
-                }
-            });
-            return self.on_worker(&None, "prompt", job);
-        }
-        let start = self
-            .session
-            .lock()
-            .begin_prompt_with(&text, images, behavior, false);
-        match start {
-            PromptStart::Rejected(error) => self.out.event(&Event::ExtensionError {
-                extension_path: "<runtime>".into(),
-                event: "send_user_message".into(),
-                error,
-            }),
-            PromptStart::Queued(event) => self.out.event(&event),
-            PromptStart::Run(user_message) => {
-                let job = AgentJob::Run {
-                    reply: None,
-                    user_message,
-                };
-                if self.agent.send(job).is_err() {
-                    self.session.lock().life.run_not_started();
-                }
-            }
-        }
-    }
-
     /// `compact`: aborts the active run and any earlier compaction, then hands the compaction to
     /// the agent thread, which answers once the summary is in (`rpc-protocol.md` §3.6). Prompts
     /// are refused from now until it is done.
-    fn compact(&self, reply: JobReply, custom_instructions: Option<String>) {
+    pub(super) fn compact(&self, reply: JobReply, custom_instructions: Option<String>) {
         let cancel = CancelToken::new();
         let fire = self.session.lock().life.begin_manual_compaction(&cancel);
         fire.iter().for_each(CancelToken::cancel);
@@ -794,53 +548,34 @@ impl Processor {
         let spawned = std::thread::Builder::new()
             .name("bash".into())
             .spawn(move || {
-                // `user_bash` handlers may answer the command themselves (§A4).
-                if ext.wants("user_bash") {
+                // `user_bash` handlers may answer the command themselves (§A4): their result
+                // is the response data as given, and is recorded as a run would be.
+                let answered = if ext.wants("user_bash") {
                     let payload = json!({"type": "user_bash", "command": command,
                         "excludeFromContext": exclude_from_context,
                         "cwd": req.cwd.to_string_lossy()});
-                    match ext.user_bash(&payload) {
-                        Ok(None) => {}
-                        Ok(Some(data)) => {
-                            let mut s = state.lock();
-                            s.life.end_bash(run_id);
-                            let text =
-                                |k: &str| data.get(k).and_then(Value::as_str).map(str::to_string);
-                            let output = text("output").unwrap_or_default();
-                            let full = text("fullOutputPath");
-                            let message = BashExecutionMessage {
-                                command: &command,
-                                output: &output,
-                                exit_code: data
-                                    .get("exitCode")
-                                    .and_then(Value::as_i64)
-                                    .map(|c| c as i32),
-                                cancelled: data["cancelled"].as_bool().unwrap_or(false),
-                                truncated: data["truncated"].as_bool().unwrap_or(false),
-                                full_output_path: full.as_deref().map(std::path::Path::new),
-                                timestamp: crate::util::now_ms(),
-                                exclude_from_context,
-                            };
-                            s.record_or_defer(message.to_value());
-                            drop(s);
-                            return out.response(&Response::ok(id, "bash", Some(data)));
-                        }
-                        Err(e) => {
-                            state.lock().life.end_bash(run_id);
-                            return out.response(&Response::err(id, "bash", e));
-                        }
-                    }
-                }
-                let result = crate::exec::bash::run_bash(&req, &cancel, &mut |delta| {
-                    out.event(&Event::BashExecutionUpdate {
-                        id: id.clone(),
-                        delta: delta.to_string(),
-                    });
+                    ext.user_bash(&payload)
+                        .map(|r| r.map(|data| (bash_result_of(&data), data)))
+                        .transpose()
+                } else {
+                    None
+                };
+                let outcome = answered.unwrap_or_else(|| {
+                    crate::exec::bash::run_bash(&req, &cancel, &mut |delta| {
+                        out.event(&Event::BashExecutionUpdate {
+                            id: id.clone(),
+                            delta: delta.to_string(),
+                        });
+                    })
+                    .map(|r| {
+                        let data = bash_data(&r);
+                        (r, data)
+                    })
                 });
                 let mut s = state.lock();
                 s.life.end_bash(run_id);
-                match result {
-                    Ok(r) => {
+                match outcome {
+                    Ok((r, data)) => {
                         let message = BashExecutionMessage {
                             command: &command,
                             output: &r.output,
@@ -853,7 +588,7 @@ impl Processor {
                         };
                         s.record_or_defer(message.to_value());
                         drop(s);
-                        out.response(&Response::ok(id, "bash", Some(bash_data(&r))));
+                        out.response(&Response::ok(id, "bash", Some(data)));
                     }
                     Err(e) => {
                         drop(s);
