@@ -131,7 +131,7 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
     // compaction, before the `started` response (pi's `_prepareRun`).
     let image_options = rt.state.lock().image_options();
     crate::image::normalize_message_images(&mut user_message, &image_options);
-    let injected = before_agent_start(rt, &user_message, &cancel);
+    let injected = super::ext_hooks::before_agent_start(rt, &user_message, &cancel);
     if let Some(PromptReply(id)) = reply {
         rt.out.response(&Response::ok(
             id,
@@ -224,50 +224,6 @@ pub fn run_session(rt: &Runtime, reply: Option<PromptReply>, mut user_message: V
         }
     }
     settle(rt, &cancel);
-}
-
-/// `before_agent_start` (§A4): handlers see the prompt before the `started` response; the
-/// `custom` messages they return follow the user message, and a system prompt they set holds
-/// for this run.
-fn before_agent_start(rt: &Runtime, user_message: &Value, cancel: &CancelToken) -> Vec<Value> {
-    if !rt.ext.wants("before_agent_start") {
-        return Vec::new();
-    }
-    let content = user_message.get("content");
-    let text = crate::compaction::estimate::content_text(content, "\n");
-    let images: Vec<Value> = match content {
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"))
-            .cloned()
-            .collect(),
-        _ => Vec::new(),
-    };
-    let system_prompt = rt.state.lock().rendered_system_prompt();
-    let mut payload = if Role::of(user_message) == Some(Role::Custom) {
-        // A run an extension's `sendMessage({triggerTurn})` opened.
-        serde_json::json!({
-            "type": "before_agent_start",
-            "messageType": "custom",
-            "message": user_message,
-        })
-    } else {
-        serde_json::json!({
-            "type": "before_agent_start",
-            "messageType": "user",
-            "prompt": text,
-        })
-    };
-    if !images.is_empty() {
-        payload["images"] = Value::Array(images);
-    }
-    payload["systemPrompt"] = system_prompt.into();
-    payload["systemPromptOptions"] = serde_json::json!({});
-    let (messages, prompt) = rt.ext.before_agent_start(&payload, Some(cancel));
-    if let Some(p) = prompt {
-        rt.state.lock().life.set_run_system_prompt(p);
-    }
-    messages
 }
 
 /// `agent_settled`, then the waiting `abort` responses; the run is over.

@@ -150,6 +150,22 @@ impl Processor {
 
     pub(super) fn dispatch_staged(&self, id: Option<Value>, command: Command, input_done: bool) {
         let name = command.name();
+        // Extension commands come first, even while streaming (§A7.3): a prompt runs one (the
+        // extension's reader thread writes the `handled` response when the handler is done);
+        // a steer or follow-up of one is refused.
+        match &command {
+            Command::Prompt { message, .. } if !input_done => {
+                if let Some((cmd, args)) = self.ext.find_command(message) {
+                    return self.ext.run_command(cmd, args, id);
+                }
+            }
+            Command::Steer { message, .. } | Command::FollowUp { message, .. } => {
+                if let Some(error) = self.ext.queued_command_error(message) {
+                    return self.out.response(&Response::err(id, name, error));
+                }
+            }
+            _ => {}
+        }
         let reply = |result: Result<Option<Value>, String>| match result {
             Ok(data) => self.out.response(&Response::ok(id.clone(), name, data)),
             Err(e) => self.out.response(&Response::err(id.clone(), name, e)),
@@ -330,12 +346,6 @@ impl Processor {
                 self.out.event(&event);
                 reply(Ok(Some(data)));
             }
-            Command::Steer { message, .. } | Command::FollowUp { message, .. }
-                if self.ext.queued_command_error(&message).is_some() =>
-            {
-                let error = self.ext.queued_command_error(&message).unwrap_or_default();
-                reply(Err(error));
-            }
             command @ (Command::Steer { .. } | Command::FollowUp { .. })
                 if !input_done && self.ext.wants("input") =>
             {
@@ -354,15 +364,6 @@ impl Processor {
                 };
                 self.out.event(&event);
                 reply(Ok(Some(json!({ "disposition": "queued" }))));
-            }
-            Command::Prompt { message, .. }
-                if !input_done && self.ext.find_command(&message).is_some() =>
-            {
-                // An extension command runs even while streaming; the extension's reader
-                // thread writes the `handled` response when the handler is done (§A7.3).
-                if let Some((cmd, args)) = self.ext.find_command(&message) {
-                    self.ext.run_command(cmd, args, id.clone());
-                }
             }
             command @ Command::Prompt { .. } if !input_done && self.ext.wants("input") => {
                 self.input_stage(id, command)

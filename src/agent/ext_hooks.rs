@@ -1,0 +1,56 @@
+//! Extension events of a run that shape what the run sends (`extensions.md` §A4) and need
+//! more than `Runtime::emit`: `before_agent_start`, before the `started` response.
+
+use serde_json::Value;
+
+use super::runtime::Runtime;
+use crate::cancel::CancelToken;
+use crate::llm::Role;
+
+/// `before_agent_start` (§A4): handlers see the prompt before the `started` response; the
+/// `custom` messages they return follow the user message, and a system prompt they set holds
+/// for this run.
+pub(super) fn before_agent_start(
+    rt: &Runtime,
+    user_message: &Value,
+    cancel: &CancelToken,
+) -> Vec<Value> {
+    if !rt.ext.wants("before_agent_start") {
+        return Vec::new();
+    }
+    let content = user_message.get("content");
+    let text = crate::compaction::estimate::content_text(content, "\n");
+    let images: Vec<Value> = match content {
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"))
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    let system_prompt = rt.state.lock().rendered_system_prompt();
+    let mut payload = if Role::of(user_message) == Some(Role::Custom) {
+        // A run an extension's `sendMessage({triggerTurn})` opened.
+        serde_json::json!({
+            "type": "before_agent_start",
+            "messageType": "custom",
+            "message": user_message,
+        })
+    } else {
+        serde_json::json!({
+            "type": "before_agent_start",
+            "messageType": "user",
+            "prompt": text,
+        })
+    };
+    if !images.is_empty() {
+        payload["images"] = Value::Array(images);
+    }
+    payload["systemPrompt"] = system_prompt.into();
+    payload["systemPromptOptions"] = serde_json::json!({});
+    let (messages, prompt) = rt.ext.before_agent_start(&payload, Some(cancel));
+    if let Some(p) = prompt {
+        rt.state.lock().life.set_run_system_prompt(p);
+    }
+    messages
+}
