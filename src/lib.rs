@@ -44,6 +44,7 @@ pub(crate) mod exec;
 pub(crate) mod exit;
 pub mod export;
 pub(crate) mod extensions;
+pub(crate) mod mcp;
 pub mod image;
 pub mod js;
 pub mod llm;
