@@ -21,7 +21,7 @@ pub fn normalize_output_path(p: &str) -> Result<String, String> {
 }
 
 /// Node's `path.join(base, rest)` for an absolute `base`.
-fn node_join(base: &str, rest: &str) -> String {
+pub(crate) fn node_join(base: &str, rest: &str) -> String {
     if rest.is_empty() {
         node_normalize(base)
     } else {

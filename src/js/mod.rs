@@ -11,7 +11,8 @@
 //!   pi's JSON repair;
 //! * `utf16`: string length, prefixes, suffixes and ordering in UTF-16 code units;
 //! * `fs_error`: Node's `fs` error messages (`ENOENT: no such file or directory, open '…'`);
-//! * `value`: JavaScript's view of a parsed JSON value (truthiness, template-literal text);
+//! * `value`: JavaScript's view of a parsed JSON value (truthiness, template-literal text,
+//!   `Object.entries` key order);
 //! * `string`: the whitespace `String.prototype.trim` removes.
 //!
 //! Only [`number`] is public (`examples/bench_stream.rs` times its `JsNumberBuf`).
