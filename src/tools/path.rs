@@ -253,6 +253,20 @@ pub fn nfd(s: &str) -> String {
     chars.into_iter().collect()
 }
 
+/// NFC of `s` for the characters in this file's tables (Latin, Greek and Cyrillic letters with
+/// combining marks); other characters are kept as they are.
+pub fn nfc(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_string();
+    }
+    let mut chars = Vec::with_capacity(s.len());
+    for c in s.chars() {
+        push_decomposed(c, &mut chars);
+    }
+    reorder(&mut chars);
+    compose(&chars)
+}
+
 /// NFKC of `s`, restricted to the tables in this file: compatibility mappings of spaces,
 /// Latin-1 symbols, general punctuation, super/subscripts, letterlike symbols, number forms,
 /// enclosed alphanumerics, Latin ligatures and full-width ASCII; canonical decomposition and
@@ -816,6 +830,7 @@ mod tests {
         assert_eq!(nfd("\u{e9}t\u{e9}"), "e\u{301}te\u{301}");
         assert_eq!(nfd("\u{1ea5}"), "a\u{302}\u{301}");
         assert_eq!(nfkc("e\u{301}"), "\u{e9}");
+        assert_eq!(nfc("Cafe\u{301} \u{fb01}"), "Caf\u{e9} \u{fb01}");
         assert_eq!(nfkc("a\u{302}\u{301}"), "\u{1ea5}");
         assert_eq!(
             nfkc("\u{fb01}le \u{ff21}\u{ff42} x\u{b2} \u{2026} \u{a0}|\u{3000}|"),
