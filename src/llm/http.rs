@@ -344,7 +344,7 @@ pub fn dedupe_headers(headers: &[(String, String)]) -> Vec<(String, String)> {
 }
 
 /// `host:port` of an http(s) URL, for error messages.
-fn url_target(url: &str) -> Result<String, HttpError> {
+pub(crate) fn url_target(url: &str) -> Result<String, HttpError> {
     let invalid = |detail: &str| HttpError::InvalidUrl {
         url: url.to_owned(),
         detail: detail.to_owned(),
@@ -379,7 +379,8 @@ fn host_of(target: &str) -> &str {
     }
 }
 
-fn map_error(e: ureq::Error, target: &str) -> HttpError {
+/// A ureq error as an [`HttpError`]; `target` is the request's `host:port`.
+pub(crate) fn map_error(e: ureq::Error, target: &str) -> HttpError {
     match e {
         ureq::Error::Io(io) => map_io(&io, target),
         ureq::Error::Timeout(_) => HttpError::TimedOut,

@@ -2,8 +2,9 @@
 //!
 //! [`SseParser`] reads lines from any [`BufRead`] (events may be split across reads at any
 //! byte), accepts CRLF, CR and LF line ends, joins multi-line `data:` fields with `\n`,
-//! ignores comments (`:`), `id:`, `retry:` and unknown fields, and yields one [`SseEvent`] per
-//! blank line. By default a final event without its blank line is dropped at EOF, as the
+//! ignores comments (`:`) and unknown fields, and yields one [`SseEvent`] per blank line. `id:`
+//! and `retry:` are not part of the events; the parser keeps the latest of each
+//! ([`SseParser::last_event_id`], [`SseParser::retry_ms`]) for clients that resume streams. By default a final event without its blank line is dropped at EOF, as the
 //! specification says; [`SseParser::dispatch_trailing`] makes it dispatch instead (what pi's
 //! own parser does).
 
@@ -29,6 +30,10 @@ pub struct SseParser<R> {
     event: Option<String>,
     data: String,
     data_lines: usize,
+    /// The last `id:` field's value (the "last event ID buffer"; values with NUL are ignored).
+    last_event_id: Option<String>,
+    /// The last valid `retry:` field (ASCII digits only), in milliseconds.
+    retry_ms: Option<u64>,
     /// The previous line ended with `\r`: a `\n` at the start of the next fill belongs to it.
     skip_lf: bool,
     /// At the start of the stream (a UTF-8 BOM is skipped there).
@@ -45,6 +50,8 @@ impl<R: BufRead> SseParser<R> {
             event: None,
             data: String::new(),
             data_lines: 0,
+            last_event_id: None,
+            retry_ms: None,
             skip_lf: false,
             at_start: true,
             dispatch_trailing: false,
@@ -61,6 +68,17 @@ impl<R: BufRead> SseParser<R> {
     /// The underlying reader.
     pub fn get_ref(&self) -> &R {
         &self.reader
+    }
+
+    /// The value of the last `id:` field read so far (set as soon as the field is read, even
+    /// before its event is dispatched). `None` until the stream gave one.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// The reconnection time of the last valid `retry:` field read so far, in milliseconds.
+    pub fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
     }
 
     /// The next event; `Ok(None)` at EOF.
@@ -139,6 +157,8 @@ impl<R: BufRead> SseParser<R> {
                             &mut self.event,
                             &mut self.data,
                             &mut self.data_lines,
+                            &mut self.last_event_id,
+                            &mut self.retry_ms,
                         )
                     } else {
                         self.line.extend_from_slice(&avail[..pos]);
@@ -182,6 +202,8 @@ impl<R: BufRead> SseParser<R> {
                 &mut self.event,
                 &mut self.data,
                 &mut self.data_lines,
+                &mut self.last_event_id,
+                &mut self.retry_ms,
             );
             if let Some(ev) = d {
                 // At most three bytes were gathered, so at most one event can complete here
@@ -195,7 +217,14 @@ impl<R: BufRead> SseParser<R> {
     }
 
     fn process_line(&mut self, line: &[u8]) -> Option<SseEvent> {
-        Self::process_line_parts(line, &mut self.event, &mut self.data, &mut self.data_lines)
+        Self::process_line_parts(
+            line,
+            &mut self.event,
+            &mut self.data,
+            &mut self.data_lines,
+            &mut self.last_event_id,
+            &mut self.retry_ms,
+        )
     }
 
     fn process_line_parts(
@@ -203,6 +232,8 @@ impl<R: BufRead> SseParser<R> {
         event: &mut Option<String>,
         data: &mut String,
         data_lines: &mut usize,
+        last_event_id: &mut Option<String>,
+        retry_ms: &mut Option<u64>,
     ) -> Option<SseEvent> {
         if line.is_empty() {
             if event.is_none() && *data_lines == 0 {
@@ -237,6 +268,20 @@ impl<R: BufRead> SseParser<R> {
                 let mut s = String::new();
                 push_utf8(&mut s, value);
                 *event = Some(s);
+            }
+            b"id" if !value.contains(&0) => {
+                let mut s = String::new();
+                push_utf8(&mut s, value);
+                *last_event_id = Some(s);
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // Too many digits for a u64: keep the previous value.
+                let ms = value.iter().try_fold(0u64, |acc, d| {
+                    acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+                });
+                if ms.is_some() {
+                    *retry_ms = ms;
+                }
             }
             _ => {}
         }
@@ -346,6 +391,25 @@ mod tests {
             ": keep-alive\nid: 7\nretry: 100\nfoo: bar\ndata: x\n\n: only a comment\n\n",
             &[ev(None, "x")],
         );
+    }
+
+    #[test]
+    fn last_event_id_and_retry_are_kept() {
+        let mut p = SseParser::new(
+            "id: 7\nretry: 100\ndata: x\n\nid: 8\u{0}\nretry: 5s\ndata: y\n\nid: a-9\n".as_bytes(),
+        );
+        assert_eq!((p.last_event_id(), p.retry_ms()), (None, None));
+        assert_eq!(p.next_event().unwrap(), Some(ev(None, "x")));
+        assert_eq!((p.last_event_id(), p.retry_ms()), (Some("7"), Some(100)));
+        // An id with NUL and a retry that is not all digits are ignored.
+        assert_eq!(p.next_event().unwrap(), Some(ev(None, "y")));
+        assert_eq!((p.last_event_id(), p.retry_ms()), (Some("7"), Some(100)));
+        // An id without an event still counts (as pi's MCP client resumes from it).
+        assert_eq!(p.next_event().unwrap(), None);
+        assert_eq!(p.last_event_id(), Some("a-9"));
+        let mut p = SseParser::new("id\nretry: 99999999999999999999999\n\n".as_bytes());
+        assert_eq!(p.next_event().unwrap(), None);
+        assert_eq!((p.last_event_id(), p.retry_ms()), (Some(""), None));
     }
 
     #[test]
