@@ -17,9 +17,10 @@ pub(crate) enum Incoming {
     /// The request with this id failed in transit (an HTTP status, a broken response stream):
     /// the connection fails the waiting call with `message`.
     Failed { id: u64, message: String },
-    /// The connection is gone (process exit, stream end). `reason` is the stored error's first
-    /// line (`Connection closed`); the connection appends the stderr tail.
-    Closed { reason: String },
+    /// The connection is gone (process exit, stream end): pending calls fail with `MCP
+    /// connection closed`, and the server's stored error becomes `Connection closed` (plus the
+    /// stderr tail).
+    Closed,
 }
 
 /// Where a transport delivers what arrives. Called from the transport's own threads, in arrival
@@ -32,7 +33,7 @@ pub(crate) trait Transport: Send + Sync {
     /// an error text when the message cannot be sent at all (the process is gone).
     fn send(&self, msg: &Value) -> Result<(), String>;
     /// The handshake's outcome: the negotiated protocol version (HTTP sends it as a header on
-    /// every later request), after `notifications/initialized` was sent.
+    /// every later request), just before `notifications/initialized` is sent.
     fn initialized(&self, _protocol_version: &str) {}
     /// Closes the transport: stdio closes the child's stdin and ends its process group
     /// (§3.5); HTTP sends a best-effort `DELETE` for its session. Idempotent.
