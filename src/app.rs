@@ -110,6 +110,23 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
                 Mode::Json => "json",
                 Mode::Text => "print",
             },
+            mcp: (!cli.no_extensions && !cli.no_mcp).then(|| crate::mcp::service::McpOptions {
+                agent_dir: agent_dir.clone(),
+                cwd: cwd.clone(),
+                project_trusted: trusted,
+                home: crate::util::home_dir(),
+                filter: if cli.no_tools {
+                    crate::mcp::state::ToolFilter {
+                        include: Some(Vec::new()),
+                        exclude: Vec::new(),
+                    }
+                } else {
+                    crate::mcp::state::ToolFilter::from_cli(
+                        cli.tools.as_deref(),
+                        cli.exclude_tools.as_deref(),
+                    )
+                },
+            }),
         },
         unknown_flags: cli.unknown_flags.clone(),
     };
@@ -332,6 +349,7 @@ fn prompt_config(
         custom,
         append,
         context_files,
+        extra_sections: Vec::new(),
     }
 }
 

@@ -15,6 +15,13 @@ pub(super) fn before_agent_start(
     user_message: &Value,
     cancel: &CancelToken,
 ) -> Vec<Value> {
+    if let Some(mcp) = rt.ext.mcp() {
+        // MCP's own before_agent_start (mcp.md §3.2, §6.5): the session's first prompt waits
+        // for servers with direct tools; the tools and the mcp_servers section are brought up
+        // to date.
+        mcp.before_prompt(cancel);
+        sync_mcp(rt);
+    }
     if !rt.ext.wants("before_agent_start") {
         return Vec::new();
     }
@@ -53,4 +60,36 @@ pub(super) fn before_agent_start(
         rt.state.lock().life.set_run_system_prompt(p);
     }
     messages
+}
+
+/// Puts the MCP tools to declare now into the active tools (after the others) and the
+/// `mcp_servers` section into the prompt. True when the tools changed.
+pub(super) fn sync_mcp(rt: &Runtime) -> bool {
+    let Some(mcp) = rt.ext.mcp() else {
+        return false;
+    };
+    let tools = mcp.active_tools();
+    let section = mcp.section();
+    let mut s = rt.state.lock();
+    let before: Vec<String> = s
+        .resources
+        .tools
+        .iter()
+        .filter(|t| t.is_mcp())
+        .map(|t| t.name().to_string())
+        .collect();
+    let after: Vec<String> = tools.iter().map(|t| t.name().to_string()).collect();
+    s.resources.tools.retain(|t| !t.is_mcp());
+    s.resources.tools.extend(tools);
+    s.resources
+        .prompt
+        .extra_sections
+        .retain(|(n, _)| n != "mcp_servers");
+    if let Some(text) = section {
+        s.resources
+            .prompt
+            .extra_sections
+            .push(("mcp_servers".to_string(), text));
+    }
+    before != after
 }

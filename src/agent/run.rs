@@ -372,6 +372,13 @@ fn low_level_run(
                     super::compaction::before_next_turn(rt, cancel);
                 }
                 emit_turn_start(rt, &mut turn_index);
+                // Tools `tool_search` loaded are declared before the next request (mcp.md §6.3).
+                if super::ext_hooks::sync_mcp(rt) {
+                    let sys = rt.state.lock().system_message_if_needed();
+                    if let Some(sys) = sys {
+                        emit_whole_message(rt, sys, &mut run_messages);
+                    }
+                }
             }
             first = false;
             if pending_steering > 0 {

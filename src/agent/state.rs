@@ -57,6 +57,8 @@ pub struct PromptConfig {
     /// `--append-system-prompt` / `APPEND_SYSTEM.md`.
     pub append: Option<String>,
     pub context_files: Vec<ContextFile>,
+    /// Sections extensions add after `cwd` (`mcp_servers`, `mcp.md` §6.5): name and rendered text.
+    pub extra_sections: Vec<(String, String)>,
 }
 
 /// What a tool call needs from the session, copied out so tools run without the lock.
@@ -300,14 +302,16 @@ impl AgentSession {
 
     /// The system prompt's sections for these tool declarations.
     fn prompt_sections(&self, decls: &[ToolDecl]) -> Vec<(String, String)> {
-        system_prompt::build_sections(&PromptInputs {
+        let mut sections = system_prompt::build_sections(&PromptInputs {
             custom_prompt: self.resources.prompt.custom.as_deref(),
             append: self.resources.prompt.append.as_deref(),
             tools: decls,
             context_files: &self.resources.prompt.context_files,
             skills: &self.resources.skills,
             cwd: &self.cwd,
-        })
+        });
+        sections.extend(self.resources.prompt.extra_sections.iter().cloned());
+        sections
     }
 
     /// The system message the next prompt needs: a full one when the branch declares nothing

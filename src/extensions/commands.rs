@@ -10,7 +10,6 @@ use serde_json::{json, Map, Value};
 
 use super::host::{Builtin, CallReply, Extensions, Unit};
 use super::process::{Outcome, Waiter};
-use crate::protocol::extension_ui::UiMethod;
 use crate::protocol::Response;
 
 /// Who a command belongs to.
@@ -133,6 +132,9 @@ impl Extensions {
             }
         };
         let unit = match cmd.owner {
+            CommandOwner::Builtin(Builtin::Mcp) if self.mcp.is_some() => {
+                return self.run_mcp_async(args, handled);
+            }
             CommandOwner::Builtin(b) => {
                 self.run_builtin(b, &args);
                 return handled();
@@ -229,18 +231,19 @@ impl Extensions {
             if self.opts.mode != "rpc" {
                 return; // no UI without a client
             }
-            let m = UiMethod::Notify {
-                message,
-                notify_type: Some(kind.to_string()),
-            };
-            self.out
-                .record(&crate::protocol::extension_ui::UiRequest::new(
-                    &uuid::Uuid::new_v4().to_string(),
-                    &m,
-                ));
+            super::ui::write_notify(&self.out, &message, kind);
         };
         match b {
             Builtin::Llama => notify("/llama is available in interactive mode".into(), "warning"),
+            Builtin::Mcp if self.mcp.is_some() => {
+                if let Some(mcp) = &self.mcp {
+                    let dialogs = std::sync::Arc::clone(&self.dialogs);
+                    let select = move |title: &str, options: &[String]| {
+                        dialogs.select_native(title, options)
+                    };
+                    mcp.command(args, &select);
+                }
+            }
             Builtin::Mcp => {
                 let verb = args.split(' ').next().unwrap_or("");
                 if !matches!(verb, "" | "login" | "logout" | "reconnect") {
@@ -268,6 +271,23 @@ impl Extensions {
                     );
                 }
             }
+        }
+    }
+
+    /// `/mcp` for `prompt` in RPC mode: it waits for the start-up connections (and maybe a
+    /// `select`), so it runs on a thread of its own; `handled` is written after its output.
+    fn run_mcp_async(&self, args: String, handled: impl FnOnce() + Send + 'static) {
+        let Some(me) = self.me.upgrade() else {
+            return handled();
+        };
+        let spawned = std::thread::Builder::new()
+            .name("mcp-command".into())
+            .spawn(move || {
+                me.run_builtin(Builtin::Mcp, &args);
+                handled();
+            });
+        if let Err(e) = spawned {
+            eprintln!("pi-rpc: cannot run /mcp: {e}");
         }
     }
 

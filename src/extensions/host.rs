@@ -71,6 +71,8 @@ pub(crate) struct HostOptions {
     /// no UI is written, dialogs resolve to their defaults at once, and `extension_error`s go
     /// to stderr as pi's print mode writes them.
     pub mode: &'static str,
+    /// MCP support (`builtin:mcp`, `mcp.md`): `None` with `--no-mcp` / `--no-extensions`.
+    pub mcp: Option<crate::mcp::service::McpOptions>,
 }
 
 /// One extension unit.
@@ -149,6 +151,8 @@ pub struct Extensions {
     /// its `initialize` error (a replacement), not a `process` error.
     pub(super) initializing: AtomicBool,
     pub(super) me: Weak<Extensions>,
+    /// The session's MCP servers (`builtin:mcp`), when MCP support is on.
+    pub(super) mcp: Option<Arc<crate::mcp::service::Mcp>>,
 }
 
 impl Extensions {
@@ -162,6 +166,16 @@ impl Extensions {
         if opts.mode != "rpc" {
             dialogs.without_client();
         }
+        let mcp = opts.mcp.clone().map(|mo| {
+            let out = out.clone();
+            let rpc = opts.mode == "rpc";
+            let notify: crate::mcp::service::Notify = Arc::new(move |message: &str, kind: &str| {
+                if rpc {
+                    super::ui::write_notify(&out, message, kind);
+                }
+            });
+            crate::mcp::service::Mcp::start(mo, notify)
+        });
         Arc::new_cyclic(|me| Extensions {
             units,
             builtins,
@@ -173,7 +187,13 @@ impl Extensions {
             stopping: AtomicBool::new(false),
             initializing: AtomicBool::new(false),
             me: me.clone(),
+            mcp,
         })
+    }
+
+    /// The session's MCP servers, when MCP support is on.
+    pub(crate) fn mcp(&self) -> Option<&Arc<crate::mcp::service::Mcp>> {
+        self.mcp.as_ref()
     }
 
     /// Whether any extension unit is configured.
@@ -609,6 +629,9 @@ impl Extensions {
     /// The first half of a session replacement (§A7.7): `session_shutdown{reason}` handlers,
     /// before the old session is replaced.
     pub fn end_runtime(&self, reason: &str, target: Option<&str>) {
+        if let Some(mcp) = &self.mcp {
+            mcp.end_session();
+        }
         if self.units.is_empty() {
             return;
         }
@@ -622,6 +645,9 @@ impl Extensions {
     /// The second half (§B3): a fresh runtime in every unit (dead processes started again,
     /// then `initialize` with the new `reason`), then `session_start{reason}`.
     pub fn start_runtime(&self, reason: &str, previous_file: Option<&str>) {
+        if let Some(mcp) = &self.mcp {
+            mcp.begin_session(self.opts.cwd.clone());
+        }
         if self.units.is_empty() {
             return;
         }
@@ -654,6 +680,9 @@ impl Extensions {
     /// process is stopped: stdin closed, SIGTERM, SIGKILL of its group.
     pub fn shutdown(&self) {
         self.dialogs.close();
+        if let Some(mcp) = &self.mcp {
+            mcp.end_session();
+        }
         if self.units.is_empty() {
             return;
         }

@@ -19,8 +19,22 @@ use crate::output::Output;
 use crate::protocol::command::UiResponse;
 use crate::protocol::extension_ui::{DialogKind, UiMethod, UiRequest};
 
+/// Who waits for a dialog's answer.
+enum Target {
+    /// An extension's `ui.*` call.
+    Ext(Arc<ExtProcess>),
+    /// pi-rpc's own built-in commands (`/mcp`'s server choice).
+    Native(Sender<Value>),
+}
+
+impl Target {
+    fn is(&self, proc: &Arc<ExtProcess>) -> bool {
+        matches!(self, Target::Ext(p) if Arc::ptr_eq(p, proc))
+    }
+}
+
 struct Dialog {
-    proc: Arc<ExtProcess>,
+    proc: Target,
     call_id: String,
     kind: DialogKind,
     /// The host request the call was made in (its cancellation dismisses the dialog).
@@ -81,7 +95,7 @@ impl Dialogs {
             self.pending.lock().insert(
                 wire_id.clone(),
                 Dialog {
-                    proc: Arc::clone(proc),
+                    proc: Target::Ext(Arc::clone(proc)),
                     call_id: call_id.to_string(),
                     kind,
                     scope: scope.map(str::to_string),
@@ -110,7 +124,7 @@ impl Dialogs {
             DialogKind::Value if r.cancelled => Value::Null,
             DialogKind::Value => r.value.clone().map_or(Value::Null, Value::String),
         };
-        d.proc.answer(&d.call_id, Ok(value));
+        d.resolve(value);
     }
 
     /// Resolves the dialogs matching `pick` to their defaults, writing nothing.
@@ -125,25 +139,24 @@ impl Dialogs {
             ids.iter().filter_map(|id| pending.remove(id)).collect()
         };
         for d in gone {
-            d.proc.answer(&d.call_id, Ok(d.kind.default_value()));
+            let v = d.kind.default_value();
+            d.resolve(v);
         }
     }
 
     /// The dialogs opened in request `scope` of `proc` (the request was cancelled).
     pub fn dismiss_scope(&self, proc: &Arc<ExtProcess>, scope: &str) {
-        self.dismiss(|d| Arc::ptr_eq(&d.proc, proc) && d.scope.as_deref() == Some(scope));
+        self.dismiss(|d| d.proc.is(proc) && d.scope.as_deref() == Some(scope));
     }
 
     /// The extension's own `cancel` of its dialog call `call_id`.
     pub fn dismiss_call(&self, proc: &Arc<ExtProcess>, call_id: &str) {
-        self.dismiss(|d| Arc::ptr_eq(&d.proc, proc) && d.call_id == call_id);
+        self.dismiss(|d| d.proc.is(proc) && d.call_id == call_id);
     }
 
     /// Forgets the dialogs of a process that ended (nobody is left to answer).
     pub fn forget_process(&self, proc: &Arc<ExtProcess>) {
-        self.pending
-            .lock()
-            .retain(|_, d| !Arc::ptr_eq(&d.proc, proc));
+        self.pending.lock().retain(|_, d| !d.proc.is(proc));
     }
 
     /// There is no client (print modes).
@@ -160,7 +173,8 @@ impl Dialogs {
     fn expire(&self, wire_id: &str) {
         let d = self.pending.lock().remove(wire_id);
         if let Some(d) = d {
-            d.proc.answer(&d.call_id, Ok(d.kind.default_value()));
+            let v = d.kind.default_value();
+            d.resolve(v);
         }
     }
 
@@ -218,6 +232,52 @@ impl Dialogs {
         self.pending
             .lock()
             .values()
-            .any(|d| Arc::ptr_eq(&d.proc, proc) && d.scope.as_deref() == Some(scope))
+            .any(|d| d.proc.is(proc) && d.scope.as_deref() == Some(scope))
     }
+
+    /// A `select` of pi-rpc's own (a built-in command's): waits for the client's answer and
+    /// returns the chosen option; `None` when cancelled, or with no client to ask.
+    pub(crate) fn select_native(&self, title: &str, options: &[String]) -> Option<String> {
+        if self.headless.load(Ordering::SeqCst) || self.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        let (tx, rx) = bounded::<Value>(1);
+        let wire_id = uuid::Uuid::new_v4().to_string();
+        self.pending.lock().insert(
+            wire_id.clone(),
+            Dialog {
+                proc: Target::Native(tx),
+                call_id: String::new(),
+                kind: DialogKind::Value,
+                scope: None,
+            },
+        );
+        let method = UiMethod::Select {
+            title: title.to_string(),
+            options: Value::from(options.to_vec()),
+            timeout: None,
+        };
+        self.out.record(&UiRequest::new(&wire_id, &method));
+        rx.recv().ok().and_then(|v| v.as_str().map(str::to_string))
+    }
+}
+
+impl Dialog {
+    fn resolve(self, value: Value) {
+        match self.proc {
+            Target::Ext(p) => p.answer(&self.call_id, Ok(value)),
+            Target::Native(tx) => {
+                let _ = tx.try_send(value);
+            }
+        }
+    }
+}
+
+/// Writes a `notify` record (`extension_ui_request`, a fresh UUID).
+pub(crate) fn write_notify(out: &crate::output::Output, message: &str, kind: &str) {
+    let m = UiMethod::Notify {
+        message: message.to_string(),
+        notify_type: Some(kind.to_string()),
+    };
+    out.record(&UiRequest::new(&uuid::Uuid::new_v4().to_string(), &m));
 }

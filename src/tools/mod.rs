@@ -109,6 +109,10 @@ pub trait Tool: Send + Sync {
     fn is_extension(&self) -> bool {
         false
     }
+    /// Whether MCP support added the tool (`mcp::tools`; replaced as servers come and go).
+    fn is_mcp(&self) -> bool {
+        false
+    }
     /// Runs the tool. `on_update` receives cumulative partial results (`partialResult`).
     fn execute(
         &self,
@@ -159,7 +163,16 @@ pub fn resolve_active(
                 .copied()
                 .filter(|t| glob_match(item, t))
                 .collect();
-            if matched.is_empty() {
+            // MCP tool names and patterns are resolved by MCP support (`mcp::state::ToolFilter`).
+            let mcp = item.starts_with("mcp__")
+                || matches!(
+                    item.as_str(),
+                    "list_mcp_resources"
+                        | "list_mcp_resource_templates"
+                        | "read_mcp_resource"
+                        | "tool_search"
+                );
+            if matched.is_empty() && !mcp {
                 warnings.push(format!("Warning: unknown tool \"{item}\" ignored"));
             }
             out.extend(matched);
