@@ -21,6 +21,7 @@ mod llm_live;
 mod llm_openai_completions;
 mod llm_openai_responses;
 mod locks;
+mod mcp;
 mod mock_llm_selftest;
 mod pi_acp;
 mod print_modes;

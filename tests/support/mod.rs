@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod ext;
 pub mod llm;
+pub mod mcp;
 pub mod mock_llm;
 pub mod outside;
 pub mod process;
