@@ -115,6 +115,7 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
                 cwd: cwd.clone(),
                 project_trusted: trusted,
                 home: crate::util::home_dir(),
+                provider_token: None,
                 filter: if cli.no_tools {
                     crate::mcp::state::ToolFilter {
                         include: Some(Vec::new()),
@@ -405,7 +406,8 @@ pub fn run_rpc(session: AgentSession, plan: crate::extensions::ExtensionPlan) ->
 
     // Extensions: every process started and initialized in load order; a failure ends
     // start-up with pi's two stderr lines and nothing on stdout.
-    let (ext, flag_values) = match plan.start(out.clone()) {
+    let registry = Arc::clone(&session.lock().registry);
+    let (ext, flag_values) = match plan.start(out.clone(), registry) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");

@@ -265,7 +265,7 @@ pub fn run_print(
     }
     // Extensions run without a client (pi's print modes: `hasUI` false, no UI written,
     // dialogs resolve to their defaults, extension errors on stderr).
-    let (ext, flag_values) = match extensions.start(out.clone()) {
+    let (ext, flag_values) = match extensions.start(out.clone(), Arc::clone(&session.registry)) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");

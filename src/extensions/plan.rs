@@ -18,9 +18,16 @@ impl ExtensionPlan {
     /// Starts the extensions and matches the held flags against theirs: the host and the
     /// flag values it sends before `session_start`, or the stderr text of a failed start.
     pub(crate) fn start(
-        self,
+        mut self,
         out: crate::output::Output,
+        registry: Arc<crate::llm::registry::ModelRegistry>,
     ) -> Result<(Arc<super::Extensions>, FlagValues), String> {
+        if let Some(mcp) = self.opts.mcp.as_mut() {
+            // MCP servers with `auth.provider` send that provider's key as their bearer.
+            mcp.provider_token = Some(Arc::new(move |provider: &str| {
+                registry.api_key(provider).ok().flatten()
+            }));
+        }
         let ext = super::Extensions::start(self.units, self.opts, out)
             .map_err(|f| f.stderr_lines().join("\n"))?;
         match match_extension_flags(&ext, &self.unknown_flags) {

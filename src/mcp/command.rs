@@ -2,9 +2,8 @@
 //! records. Every form but the too-many-words usage error first waits for the start-up
 //! connections.
 
-use super::config::TransportConfig;
 use super::service::Mcp;
-use super::state::{ConnState, Server};
+use super::state::{uses_oauth, ConnState, Server};
 
 pub(crate) const USAGE: &str =
     "Usage: /mcp, /mcp login [server], /mcp logout [server], /mcp reconnect [server]";
@@ -23,6 +22,7 @@ fn state_text(s: &Server) -> String {
         ConnState::Failed => "failed".into(),
         ConnState::Connecting => "connecting".into(),
         ConnState::Closed => "closed".into(),
+        ConnState::NeedsAuth => "needs sign-in".into(),
         ConnState::Disabled => "disabled".into(),
     }
 }
@@ -50,23 +50,6 @@ fn describe(s: &Server) -> String {
     }
 }
 
-/// HTTP servers that would sign in with OAuth (no `Authorization` header, no `auth`).
-fn uses_oauth(s: &Server) -> bool {
-    match &s.cfg.transport {
-        TransportConfig::Http {
-            headers,
-            auth_provider,
-            ..
-        } => {
-            auth_provider.is_none()
-                && !headers
-                    .iter()
-                    .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-        }
-        TransportConfig::Stdio { .. } => false,
-    }
-}
-
 impl Mcp {
     /// The `/mcp` status text.
     pub(crate) fn status_text(&self) -> String {
@@ -82,6 +65,12 @@ impl Mcp {
                 .iter()
                 .map(|s| {
                     let exposure = s.cfg.exposure.as_str();
+                    if s.state == ConnState::NeedsAuth && s.cfg.enabled {
+                        return format!(
+                            "{0}: needs sign-in, run /mcp login {0} ({exposure})",
+                            s.cfg.name
+                        );
+                    }
                     let tools = if s.state == ConnState::Connected && s.cfg.enabled {
                         format!(", {} tools", s.tools.len())
                     } else {
@@ -150,8 +139,8 @@ impl Mcp {
             "login" | "logout" => {
                 let picked = self.pick(
                     name,
-                    &|s| s.cfg.enabled && uses_oauth(s),
-                    &|_| false,
+                    &|s| s.cfg.enabled && uses_oauth(&s.cfg),
+                    &|s| s.state == ConnState::NeedsAuth,
                     "No enabled MCP server uses OAuth. Only HTTP servers without an Authorization header do.",
                     select,
                 );

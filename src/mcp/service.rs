@@ -17,7 +17,7 @@ use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 
 use super::config::{McpConfig, ServerConfig, TransportConfig};
-use super::conn::{Client, ConnectError, Listener, Notice};
+use super::conn::{Client, ConnectError, Listener, Notice, RequestError};
 use super::naming::Names;
 use super::state::{ConnState, Server, St, ToolFilter};
 use crate::cancel::CancelToken;
@@ -28,14 +28,30 @@ const STARTUP_WAIT: Duration = Duration::from_secs(10);
 /// Where `/mcp` output and the start-up report go: `(message, notifyType)`. Print modes drop it.
 pub(crate) type Notify = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
+/// A provider's API key or token (`auth.provider` of HTTP servers), from the model registry.
+pub(crate) type ProviderToken = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// What the service needs from the session.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct McpOptions {
     pub agent_dir: PathBuf,
     pub cwd: PathBuf,
     pub project_trusted: bool,
     pub home: Option<PathBuf>,
     pub filter: ToolFilter,
+    /// Set when the mode starts the extensions (the registry exists then).
+    pub provider_token: Option<ProviderToken>,
+}
+
+impl std::fmt::Debug for McpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpOptions")
+            .field("agent_dir", &self.agent_dir)
+            .field("cwd", &self.cwd)
+            .field("project_trusted", &self.project_trusted)
+            .field("filter", &self.filter)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The MCP servers of the current session.
@@ -226,6 +242,11 @@ impl Mcp {
                             s.client = Some(Arc::clone(&client));
                             Ok(client)
                         }
+                        Err(e) if super::state::needs_sign_in(&s.cfg, &e.message) => {
+                            s.state = ConnState::NeedsAuth;
+                            s.error = None;
+                            Err(super::state::sign_in_required(&s.cfg))
+                        }
                         Err(e) => {
                             s.state = ConnState::Failed;
                             let error = match e.stderr {
@@ -292,26 +313,35 @@ impl Mcp {
                     listener,
                 )?
             }
-            TransportConfig::Http { url, headers, .. } => {
+            TransportConfig::Http {
+                url,
+                headers,
+                auth_provider,
+                ..
+            } => {
                 let headers =
                     super::expand::resolve_values(&cfg.name, "header", headers).map_err(fail)?;
+                // `auth.provider`: that provider's key or token as the bearer, read at every
+                // connect so refreshed credentials apply.
+                let bearer = auth_provider
+                    .as_deref()
+                    .and_then(|p| self.opts.provider_token.as_ref().and_then(|f| f(p)));
                 // Transient failures (network, 408, 429, 5xx but 501) are tried again after
                 // 250 ms and 1 s (§3.4).
                 let mut delays = [250u64, 1000].into_iter();
                 loop {
-                    let (url, headers) = (url.clone(), headers.clone());
-                    let attempt =
-                        Client::connect(
-                            move |sink| {
-                                Ok(Arc::new(super::http::HttpTransport::open(
-                                    &url, headers, None, sink,
-                                ))
-                                    as Arc<dyn super::transport::Transport>)
-                            },
-                            cfg.timeout,
-                            cwd,
-                            Arc::clone(&listener),
-                        );
+                    let (url, headers, bearer) = (url.clone(), headers.clone(), bearer.clone());
+                    let attempt = Client::connect(
+                        move |sink| {
+                            Ok(Arc::new(super::http::HttpTransport::open(
+                                &url, headers, bearer, sink,
+                            ))
+                                as Arc<dyn super::transport::Transport>)
+                        },
+                        cfg.timeout,
+                        cwd,
+                        Arc::clone(&listener),
+                    );
                     match attempt {
                         Err(e) if super::http::is_transient_failure(&e.message) => {
                             match delays.next() {
@@ -440,6 +470,9 @@ impl Mcp {
                 .map(|e| format!("config: {e}"))
                 .collect();
             for s in &st.servers {
+                if s.state == ConnState::NeedsAuth {
+                    lines.push(format!("{}: needs sign-in", s.cfg.name));
+                }
                 if s.state == ConnState::Failed {
                     let first = s
                         .error
@@ -555,6 +588,78 @@ impl Mcp {
         };
         self.changed.notify_all();
         self.connect(server, generation, attempt, false)
+    }
+
+    /// Runs `run` on the connection of `server` (§3.4): a request the server answered with
+    /// "session expired" (HTTP 404 for a known session; it did not run) is tried once more on a
+    /// new session; a `read_only` one also once after a transient HTTP failure. Tool calls are
+    /// otherwise never retried, since they may have run.
+    pub(crate) fn with_client<T>(
+        &self,
+        server: &str,
+        cancel: Option<&CancelToken>,
+        read_only: bool,
+        mut run: impl FnMut(&Client) -> Result<T, RequestError>,
+    ) -> Result<T, String> {
+        let mut first = true;
+        loop {
+            let client = self.client_for(server, cancel)?;
+            match run(&client) {
+                Err(RequestError::Transport(m)) if first && m == super::http::SESSION_EXPIRED => {
+                    self.detach(server, &client);
+                }
+                Err(RequestError::Transport(m)) if self.auth_failed(server, &client, &m) => {
+                    return Err(self.with_state(|st| {
+                        st.servers
+                            .iter()
+                            .find(|s| s.cfg.name == server)
+                            .map(|s| super::state::sign_in_required(&s.cfg))
+                            .unwrap_or(m)
+                    }));
+                }
+                Err(RequestError::Transport(m))
+                    if first
+                        && read_only
+                        && super::http::failure_status(&m).is_some()
+                        && super::http::is_transient_failure(&m) =>
+                {
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+                other => return other.map_err(|e| e.to_string()),
+            }
+            first = false;
+        }
+    }
+
+    /// A call met an authentication failure that asks for a sign-in: the connection is
+    /// dropped and the server needs a sign-in.
+    fn auth_failed(&self, server: &str, client: &Arc<Client>, message: &str) -> bool {
+        let mut st = self.st.lock();
+        let Some(s) = st.servers.iter_mut().find(|s| s.cfg.name == server) else {
+            return false;
+        };
+        if !super::state::needs_sign_in(&s.cfg, message) {
+            return false;
+        }
+        if s.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, client)) {
+            s.client = None;
+        }
+        s.state = ConnState::NeedsAuth;
+        s.error = None;
+        drop(st);
+        client.close();
+        true
+    }
+
+    /// Forgets `client` as the connection of `server` without closing it (its other calls get
+    /// the same answer and retry the same way); the next call connects again.
+    fn detach(&self, server: &str, client: &Arc<Client>) {
+        let mut st = self.st.lock();
+        if let Some(s) = st.servers.iter_mut().find(|s| s.cfg.name == server) {
+            if s.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, client)) {
+                s.client = None;
+            }
+        }
     }
 
     /// `/mcp reconnect`: closes the connection and opens a new one.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::config::{Exposure, McpConfig, ServerConfig};
+use super::config::{Exposure, McpConfig, ServerConfig, TransportConfig};
 use super::conn::Client;
 use super::naming::Names;
 
@@ -60,6 +60,8 @@ pub(crate) enum ConnState {
     Connected,
     Failed,
     Disconnected,
+    /// The server wants a sign-in (HTTP 401 with OAuth or a provider token).
+    NeedsAuth,
     Closed,
     Disabled,
 }
@@ -103,4 +105,49 @@ pub(crate) struct St {
     pub(crate) startup_pending: usize,
     pub(crate) waited_direct: bool,
     pub(crate) cwd: PathBuf,
+}
+
+/// HTTP servers sign in with OAuth unless the entry has an `Authorization` header or `auth`.
+pub(crate) fn uses_oauth(cfg: &ServerConfig) -> bool {
+    match &cfg.transport {
+        TransportConfig::Http {
+            headers,
+            auth_provider,
+            ..
+        } => {
+            auth_provider.is_none()
+                && !headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        }
+        TransportConfig::Stdio { .. } => false,
+    }
+}
+
+/// pi's text for a server that needs a sign-in.
+pub(crate) fn sign_in_required(cfg: &ServerConfig) -> String {
+    let how = match &cfg.transport {
+        TransportConfig::Http {
+            auth_provider: Some(p),
+            ..
+        } => format!("/login {p}"),
+        _ => "/mcp".to_string(),
+    };
+    format!(
+        "MCP server \"{}\" requires sign-in. Run {how} to sign in.",
+        cfg.name
+    )
+}
+
+/// Whether an authentication failure of `cfg` means "needs sign-in" (rather than a failure).
+pub(crate) fn needs_sign_in(cfg: &ServerConfig, message: &str) -> bool {
+    message == super::http::AUTH_REQUIRED
+        && (uses_oauth(cfg)
+            || matches!(
+                &cfg.transport,
+                TransportConfig::Http {
+                    auth_provider: Some(_),
+                    ..
+                }
+            ))
 }

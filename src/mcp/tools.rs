@@ -64,7 +64,7 @@ impl Tool for McpTool {
     ) -> Result<ToolOutput, String> {
         let mcp = self.mcp.upgrade().ok_or_else(gone)?;
         let (server, raw) = (&self.reg.server, &self.reg.raw);
-        let client = mcp.client_for(server, Some(ctx.cancel))?;
+        mcp.wait_ready(|s| &s.cfg.name == server, None, Some(ctx.cancel));
         let (offered, read_hint) = mcp.with_state(|st| {
             let s = st.servers.iter().find(|s| &s.cfg.name == server);
             let offered = s.is_some_and(|s| {
@@ -98,8 +98,8 @@ impl Tool for McpTool {
         } else {
             json!({})
         };
-        let result = client
-            .request(
+        let result = mcp.with_client(server, Some(ctx.cancel), false, |client| {
+            client.request(
                 "tools/call",
                 Some(json!({"name": raw, "arguments": arguments})),
                 CallOptions {
@@ -107,7 +107,7 @@ impl Tool for McpTool {
                     on_progress: Some(&mut on_progress),
                 },
             )
-            .map_err(|e| e.to_string())?;
+        })?;
         super::convert::check_call_result(&result)?;
         let hint = read_hint.then_some(server.as_str());
         let out = super::convert::call_result(&result, server, raw, hint, &ctx.temp_dir);
@@ -202,8 +202,7 @@ impl ResourceTool {
         ctx: &ToolContext<'_>,
         run: impl Fn(&super::conn::Client) -> Result<Value, RequestError>,
     ) -> Result<Value, String> {
-        let client = mcp.client_for(server, Some(ctx.cancel))?;
-        run(&client).map_err(|e| e.to_string())
+        mcp.with_client(server, Some(ctx.cancel), true, run)
     }
 
     fn list(&self, mcp: &Mcp, args: &Value, ctx: &ToolContext<'_>) -> Result<Value, String> {
