@@ -541,3 +541,6 @@ impl Shared {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -361,3 +361,223 @@ pub(crate) fn resource_definition(name: &str) -> Value {
     json!({"name": name, "description": resource_description(name),
         "parameters": resource_parameters(name)})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::config::{McpConfig, ServerConfig, TransportConfig};
+    use crate::mcp::state::Server;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn server(name: &str, exposure: Exposure, description: Option<&str>) -> Server {
+        Server {
+            cfg: ServerConfig {
+                name: name.into(),
+                transport: TransportConfig::Stdio {
+                    command: "x".into(),
+                    args: Vec::new(),
+                    env: Vec::new(),
+                    cwd: "/".into(),
+                },
+                enabled: true,
+                timeout: Duration::from_secs(60),
+                description: description.map(str::to_string),
+                exposure,
+                tool_exposure: Vec::new(),
+                source: "/mcp.json".into(),
+            },
+            state: ConnState::Connected,
+            error: None,
+            client: None,
+            tools: Vec::new(),
+            has_resources: false,
+            instructions: None,
+            attempt: 1,
+            busy: false,
+        }
+    }
+
+    fn state(servers: Vec<Server>) -> St {
+        St {
+            generation: 1,
+            config: McpConfig::default(),
+            servers,
+            names: Default::default(),
+            registered: Vec::new(),
+            resource_anchor: None,
+            loaded: Vec::new(),
+            startup_pending: 0,
+            waited_direct: false,
+            cwd: "/".into(),
+        }
+    }
+
+    fn listed(st: &mut St, server: &str, tools: &[&str]) {
+        let s = st
+            .servers
+            .iter_mut()
+            .find(|s| s.cfg.name == server)
+            .unwrap();
+        s.tools = tools
+            .iter()
+            .map(|t| json!({"name": t, "description": format!("{t} tool"), "inputSchema": {}}))
+            .collect();
+        register_server_tools(st, server, &ToolFilter::default());
+    }
+
+    fn names(decl: &[Declared]) -> Vec<String> {
+        decl.iter()
+            .map(|d| match d {
+                Declared::Server(r) => r.name.clone(),
+                Declared::Resource(n) => n.to_string(),
+                Declared::ToolSearch => TOOL_SEARCH.to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn direct_tools_in_connection_order_with_resource_tools_after_the_first_resource_server() {
+        let mut st = state(vec![
+            server("a", Exposure::Direct, None),
+            server("b", Exposure::Direct, None),
+        ]);
+        st.servers[1].has_resources = true;
+        listed(&mut st, "b", &["x"]);
+        listed(&mut st, "a", &["y", "z"]);
+        assert_eq!(
+            names(&declared_tools(&st, &ToolFilter::default())),
+            [
+                "mcp__b__x",
+                LIST_RESOURCES,
+                LIST_TEMPLATES,
+                READ_RESOURCE,
+                "mcp__a__y",
+                "mcp__a__z"
+            ]
+        );
+        assert_eq!(section(&st), None, "direct-only servers have no section");
+    }
+
+    #[test]
+    fn tools_no_longer_offered_become_hidden_and_come_back() {
+        let mut st = state(vec![server("a", Exposure::Direct, None)]);
+        listed(&mut st, "a", &["x", "y"]);
+        listed(&mut st, "a", &["y"]);
+        assert_eq!(
+            names(&declared_tools(&st, &ToolFilter::default())),
+            ["mcp__a__y"]
+        );
+        listed(&mut st, "a", &["x", "y"]);
+        assert_eq!(
+            names(&declared_tools(&st, &ToolFilter::default())),
+            ["mcp__a__x", "mcp__a__y"]
+        );
+    }
+
+    #[test]
+    fn hidden_servers_open_single_tools_and_deferred_ones_wait_for_tool_search() {
+        let mut h = server("h", Exposure::Hidden, None);
+        h.cfg.tool_exposure = vec![("e*".into(), Exposure::Direct)];
+        let mut st = state(vec![h, server("d", Exposure::Deferred, None)]);
+        listed(&mut st, "h", &["echo", "fail"]);
+        listed(&mut st, "d", &["one", "two"]);
+        assert_eq!(
+            names(&declared_tools(&st, &ToolFilter::default())),
+            [TOOL_SEARCH, "mcp__h__echo"]
+        );
+        let searchable: Vec<String> = searchable(&st).into_iter().map(|r| r.name).collect();
+        assert_eq!(searchable, ["mcp__d__one", "mcp__d__two"]);
+        st.loaded.push("mcp__d__two".into());
+        assert_eq!(
+            names(&declared_tools(&st, &ToolFilter::default())),
+            [TOOL_SEARCH, "mcp__h__echo", "mcp__d__two"]
+        );
+    }
+
+    #[test]
+    fn codemode_is_served_through_tool_search_unless_auto_enable_is_off() {
+        let mut st = state(vec![server("c", Exposure::Codemode, Some("Code things"))]);
+        assert!(tool_search_active(&st));
+        assert!(!unreachable_tools(&st));
+        assert!(section(&st)
+            .unwrap()
+            .ends_with("\n- mcp__c (tool_search): Code things"));
+        st.config.auto_enable_codemode = false;
+        assert!(!tool_search_active(&st));
+        assert!(unreachable_tools(&st));
+        assert!(section(&st)
+            .unwrap()
+            .ends_with("\n- mcp__c (codemode): Code things"));
+    }
+
+    #[test]
+    fn the_section_sorts_servers_and_cuts_summaries() {
+        let long = "word ".repeat(100);
+        let mut late = server("late", Exposure::Deferred, None);
+        late.instructions = Some("From instructions.\nNot this.".into());
+        let st = state(vec![
+            server(
+                "zeta",
+                Exposure::Deferred,
+                Some(&format!("  {long}\nsecond")),
+            ),
+            server(
+                "alpha-1",
+                Exposure::Deferred,
+                Some("First line.\nSecond line."),
+            ),
+            late,
+            server("direct", Exposure::Direct, Some("not listed")),
+        ]);
+        let text = section(&st).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[1], "- mcp__alpha_1 (tool_search): First line.");
+        assert_eq!(lines[2], "- mcp__late (tool_search): From instructions.");
+        let zeta = lines[3];
+        assert!(zeta.starts_with("- mcp__zeta (tool_search): word word"));
+        assert!(zeta.ends_with("word…"), "{zeta}");
+        let summary = zeta.split_once(": ").unwrap().1;
+        assert_eq!(summary.chars().count(), 250);
+    }
+
+    #[test]
+    fn a_section_past_4096_characters_drops_summaries_then_servers() {
+        let servers: Vec<Server> = (0..200)
+            .map(|i| {
+                server(
+                    &format!("server-number-{i:03}"),
+                    Exposure::Deferred,
+                    Some("Does things"),
+                )
+            })
+            .collect();
+        let text = section(&state(servers)).unwrap();
+        assert!(crate::js::utf16::len(&text) <= 4096);
+        assert!(!text.contains("Does things"));
+        let last = text.lines().last().unwrap();
+        assert!(
+            last.starts_with("- … ")
+                && last.ends_with(" more servers; find their tools with tool_search"),
+            "{last}"
+        );
+    }
+
+    #[test]
+    fn tool_filters_glob_and_exclude() {
+        let f = ToolFilter::from_cli(
+            Some(&["read".into(), "mcp__s__f*".into(), "mcp__s__echo".into()]),
+            Some(&["mcp__s__fail_empty".into()]),
+        );
+        assert!(f.admits("mcp__s__echo"));
+        assert!(f.admits("mcp__s__fail"));
+        assert!(!f.admits("mcp__s__fail_empty"));
+        assert!(!f.admits("mcp__s__other"));
+        let all = ToolFilter::from_cli(Some(&["read".into()]), None);
+        assert!(
+            all.admits("mcp__s__other"),
+            "no mcp__ entry: every MCP tool"
+        );
+    }
+}
