@@ -484,7 +484,12 @@ pub fn run_rpc(session: AgentSession, plan: crate::extensions::ExtensionPlan) ->
     let exit = std::thread::Builder::new()
         .name("processor".into())
         .spawn(move || processor.run(rx))
-        .map(|h| h.join());
+        .map(|h| {
+            // MCP servers connect now that the RPC threads run: forking them does not hold
+            // up the first answers.
+            ext.connect_mcp();
+            h.join()
+        });
     match exit {
         Ok(Ok(Exit::Eof)) => {}
         Ok(Err(_)) => eprintln!("pi-rpc: the processor thread panicked"),

@@ -272,6 +272,7 @@ pub fn run_print(
             return 1;
         }
     };
+    ext.connect_mcp();
     let mut session = session;
     crate::extensions::install_tools(&mut session.resources.tools, ext.tools());
     if json {

@@ -191,6 +191,13 @@ impl Extensions {
         })
     }
 
+    /// Starts the MCP servers' connections (once the mode's own threads run).
+    pub(crate) fn connect_mcp(&self) {
+        if let Some(mcp) = &self.mcp {
+            mcp.connect_held();
+        }
+    }
+
     /// The session's MCP servers, when MCP support is on.
     pub(crate) fn mcp(&self) -> Option<&Arc<crate::mcp::service::Mcp>> {
         self.mcp.as_ref()

@@ -104,7 +104,7 @@ impl Mcp {
             return notify(USAGE, "warning");
         }
         // Every form waits for the start-up connections.
-        self.wait_ready(|_| true, None, None);
+        self.wait_startup();
         let Some(action) = words.first() else {
             return notify(&self.status_text(), "info");
         };

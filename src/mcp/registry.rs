@@ -408,6 +408,7 @@ mod tests {
             resource_anchor: None,
             loaded: Vec::new(),
             startup_pending: 0,
+            startup_done: true,
             waited_direct: false,
             cwd: "/".into(),
         }

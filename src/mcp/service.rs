@@ -61,10 +61,15 @@ pub(crate) struct Mcp {
     pub(crate) st: Mutex<St>,
     pub(crate) changed: Condvar,
     pub(crate) me: Weak<Mcp>,
+    /// Start-up connections not started yet: the session's generation and `(server,
+    /// attempt)`s. The mode starts them once its own threads run ([`Mcp::connect_held`]), so
+    /// forking servers does not delay the first answers.
+    held: Mutex<Option<(u64, Vec<(String, u64)>)>>,
 }
 
 impl Mcp {
-    /// Reads the configuration and starts connecting (session start).
+    /// Reads the configuration; the connections start with [`Mcp::connect_held`] (or the
+    /// first wait for a server).
     pub(crate) fn start(opts: McpOptions, notify: Notify) -> Arc<Mcp> {
         let cwd = opts.cwd.clone();
         let mcp = Arc::new_cyclic(|me| Mcp {
@@ -79,17 +84,33 @@ impl Mcp {
                 resource_anchor: None,
                 loaded: Vec::new(),
                 startup_pending: 0,
+                startup_done: false,
                 waited_direct: false,
                 cwd: cwd.clone(),
             }),
             changed: Condvar::new(),
             me: me.clone(),
+            held: Mutex::new(None),
         });
-        mcp.begin_session(cwd);
+        mcp.open_session(cwd, true);
         mcp
     }
 
+    /// A new session (after a replacement): the configuration is read again and every enabled
+    /// server connects.
     pub(crate) fn begin_session(&self, cwd: PathBuf) {
+        self.open_session(cwd, false);
+    }
+
+    /// Starts the connections [`Mcp::start`] held back. Idempotent.
+    pub(crate) fn connect_held(&self) {
+        let held = self.held.lock().take();
+        if let Some((generation, starts)) = held {
+            self.spawn_connects(generation, starts);
+        }
+    }
+
+    fn open_session(&self, cwd: PathBuf, hold: bool) {
         let config = super::config::load(
             &self.opts.agent_dir,
             &cwd,
@@ -131,6 +152,7 @@ impl Mcp {
                 starts.push((s.cfg.name.clone(), s.attempt));
             }
             st.startup_pending = starts.len();
+            st.startup_done = false;
             report_now = starts.is_empty();
         }
         // Tools that neither `tool_search` nor a codemode sandbox can reach (§6.1): said
@@ -143,8 +165,17 @@ impl Mcp {
         }
         if report_now {
             self.report_problems();
+            self.st.lock().startup_done = true;
         }
         let generation = self.st.lock().generation;
+        if hold {
+            *self.held.lock() = Some((generation, starts));
+        } else {
+            self.spawn_connects(generation, starts);
+        }
+    }
+
+    fn spawn_connects(&self, generation: u64, starts: Vec<(String, u64)>) {
         for (name, attempt) in starts {
             let me = self.me.clone();
             let spawned = std::thread::Builder::new()
@@ -184,14 +215,19 @@ impl Mcp {
             s.error = Some(error.to_string());
             s.busy = false;
         }
+        st.startup_pending = 0;
+        st.startup_done = true;
         self.changed.notify_all();
     }
 
     /// Ends every connection (session shutdown or replacement).
     pub(crate) fn end_session(&self) {
+        self.held.lock().take();
         let clients: Vec<Arc<Client>> = {
             let mut st = self.st.lock();
             st.generation += 1;
+            // Nobody waits for a start-up that will not finish.
+            st.startup_done = true;
             let clients = st.servers.iter_mut().filter_map(|s| {
                 s.state = ConnState::Closed;
                 s.busy = false;
@@ -274,10 +310,13 @@ impl Mcp {
             }
             result
         };
-        self.changed.notify_all();
         if report {
+            // Written before anyone waiting for the start-up hears of it (`/mcp` output comes
+            // after the report, as in pi).
             self.report_problems();
+            self.st.lock().startup_done = true;
         }
+        self.changed.notify_all();
         result
     }
 
@@ -507,6 +546,8 @@ impl Mcp {
         deadline: Option<Instant>,
         cancel: Option<&CancelToken>,
     ) -> bool {
+        // A wait before the mode started the held connections starts them.
+        self.connect_held();
         let _hook = cancel.map(|c| {
             let me = self.me.clone();
             c.on_cancel(move || {
@@ -534,6 +575,16 @@ impl Mcp {
                 }
                 None => self.changed.wait(&mut st),
             }
+        }
+    }
+
+    /// Waits until every start-up connection attempt settled and the start-up report is out
+    /// (`/mcp`'s barrier, §3.2).
+    pub(crate) fn wait_startup(&self) {
+        self.connect_held();
+        let mut st = self.st.lock();
+        while !st.startup_done {
+            self.changed.wait(&mut st);
         }
     }
 

@@ -103,6 +103,8 @@ pub(crate) struct St {
     /// Tools `tool_search` activated, in activation order.
     pub(crate) loaded: Vec<String>,
     pub(crate) startup_pending: usize,
+    /// Every start-up attempt settled and the start-up report (if any) is written.
+    pub(crate) startup_done: bool,
     pub(crate) waited_direct: bool,
     pub(crate) cwd: PathBuf,
 }
