@@ -22,6 +22,7 @@ mod llm_openai_completions;
 mod llm_openai_responses;
 mod locks;
 mod mcp;
+mod mcp_more;
 mod mcp_npm;
 mod mock_llm_selftest;
 mod pi_acp;

@@ -9,8 +9,10 @@ killed or until its stdin closes. Every request except /_control/* is recorded; 
 ...] (as received, in order), "body": parsed JSON, text or null}.
 
 CONFIG (all optional):
-  "session":      session id sent as Mcp-Session-Id with the answer to `initialize`
-  "methods":      {"<JSON-RPC method>": REPLY} for requests
+  "session":      session id sent as Mcp-Session-Id with the answer to `initialize`; a list gives
+                  the n-th `initialize` the n-th id (the last one repeats)
+  "methods":      {"<JSON-RPC method>": REPLY} for requests; a list of REPLYs answers the n-th
+                  request of that method with the n-th REPLY (the last one repeats)
   "default":      REPLY for other requests (default {"mode": "json"})
   "notification": REPLY for notifications and answers (default {"status": 202})
   "get":          REPLY for a GET without Last-Event-ID (default {"status": 405})
@@ -39,6 +41,7 @@ REPLY:
   "messages"      get_sse: messages sent on each connection (default one
                   notifications/message with params {"n": <connection number>})
   "hold"          get_sse: keep the stream open instead of closing it
+  "delay"         get_sse: seconds to wait (the stream open, nothing sent) before the messages
   "max"           get_sse: connections after this many are answered 405
 """
 
@@ -58,8 +61,15 @@ COUNTERS = {"stream": 0, "get": 0}
 
 def next_count(name):
     with LOCK:
-        COUNTERS[name] += 1
+        COUNTERS[name] = COUNTERS.get(name, 0) + 1
         return COUNTERS[name]
+
+
+def nth(value, n):
+    """The n-th (1-based) item of a list, the last one for later n; anything else as it is."""
+    if isinstance(value, list):
+        return value[min(n, len(value)) - 1] if value else {}
+    return value
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -154,10 +164,11 @@ class Handler(BaseHTTPRequestHandler):
             reply = CONFIG.get("notification", {"status": 202})
             return self.answer_status(reply)
         method = body["method"]
-        reply = CONFIG.get("methods", {}).get(method, CONFIG.get("default", {"mode": "json"}))
+        n = next_count("method:" + str(method))
+        reply = nth(CONFIG.get("methods", {}).get(method, CONFIG.get("default", {"mode": "json"})), n)
         headers = dict(reply.get("headers", {}))
         if method == "initialize" and CONFIG.get("session"):
-            headers["Mcp-Session-Id"] = CONFIG["session"]
+            headers["Mcp-Session-Id"] = nth(CONFIG["session"], n)
         status = reply.get("status", 200)
         if status >= 300 or status in (202, 204) or reply.get("mode") == "raw":
             return self.answer_status(reply, headers)
@@ -213,6 +224,8 @@ class Handler(BaseHTTPRequestHandler):
         if "max" in reply and n > reply["max"]:
             return self.send_plain(405, "")
         self.start_sse(reply)
+        if reply.get("delay"):
+            time.sleep(reply["delay"])
         messages = reply.get(
             "messages",
             [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}}],

@@ -8,6 +8,7 @@ pub mod agent;
 pub mod ext;
 pub mod llm;
 pub mod mcp;
+pub mod mcp_http;
 pub mod mock_llm;
 pub mod outside;
 pub mod process;
