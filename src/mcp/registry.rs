@@ -63,12 +63,23 @@ pub(crate) fn register_server_tools(st: &mut St, server: &str, filter: &ToolFilt
             r.exposure = Exposure::Hidden;
         }
     }
-    let has_resources = st
-        .servers
-        .iter()
-        .any(|s| s.cfg.name == server && s.has_resources);
-    if has_resources && st.resource_anchor.is_none() && cfg.exposure != Exposure::Hidden {
-        st.resource_anchor = Some(st.registered.len());
+    // Direct tools are declared on registration, after what is declared already; the
+    // resource tools follow the tools of the server that made them direct.
+    for name in current {
+        let direct = st
+            .registered
+            .iter()
+            .any(|r| r.name == name && served(st, r.exposure) == Exposure::Direct);
+        if direct && !st.order.contains(&name) {
+            st.order.push(name);
+        }
+    }
+    if resource_exposure(st).map(|e| served(st, e)) == Some(Exposure::Direct) {
+        for n in [LIST_RESOURCES, LIST_TEMPLATES, READ_RESOURCE] {
+            if !st.order.iter().any(|o| o == n) {
+                st.order.push(n.to_string());
+            }
+        }
     }
 }
 
@@ -151,35 +162,31 @@ fn declared(st: &St, r: &Registered) -> bool {
 }
 
 /// The MCP tools to declare, in pi's order: `tool_search` (activated from the configuration),
-/// then direct and loaded tools in registration order, the resource tools after the tools of
-/// the first server with resources.
+/// then the others in the order they became declared ([`St::order`]).
 pub(crate) fn declared_tools(st: &St, filter: &ToolFilter) -> Vec<Declared> {
     let mut out = Vec::new();
     if tool_search_active(st) {
         out.push(Declared::ToolSearch);
     }
-    let resources: Vec<Declared> = match resource_exposure(st).map(|e| served(st, e)) {
-        Some(e) => [LIST_RESOURCES, LIST_TEMPLATES, READ_RESOURCE]
+    let resources = resource_exposure(st).map(|e| served(st, e));
+    for name in &st.order {
+        if let Some(n) = [LIST_RESOURCES, LIST_TEMPLATES, READ_RESOURCE]
             .into_iter()
-            .filter(|n| filter.admits(n))
-            .filter(|n| e == Exposure::Direct || st.loaded.iter().any(|l| l == n))
-            .map(Declared::Resource)
-            .collect(),
-        None => Vec::new(),
-    };
-    let anchor = st.resource_anchor.unwrap_or(usize::MAX);
-    let mut placed = false;
-    for (i, r) in st.registered.iter().enumerate() {
-        if i == anchor && !placed {
-            out.extend(resources.iter().cloned());
-            placed = true;
+            .find(|n| n == name)
+        {
+            let declared = match resources {
+                Some(Exposure::Direct) => true,
+                Some(_) => st.loaded.iter().any(|l| l == n),
+                None => false,
+            };
+            if declared && filter.admits(n) {
+                out.push(Declared::Resource(n));
+            }
+        } else if let Some(r) = st.registered.iter().find(|r| &r.name == name) {
+            if declared(st, r) {
+                out.push(Declared::Server(r.clone()));
+            }
         }
-        if declared(st, r) {
-            out.push(Declared::Server(r.clone()));
-        }
-    }
-    if !placed {
-        out.extend(resources);
     }
     out
 }
@@ -405,7 +412,7 @@ mod tests {
             servers,
             names: Default::default(),
             registered: Vec::new(),
-            resource_anchor: None,
+            order: Vec::new(),
             loaded: Vec::new(),
             startup_pending: 0,
             startup_done: true,
@@ -490,6 +497,7 @@ mod tests {
         let searchable: Vec<String> = searchable(&st).into_iter().map(|r| r.name).collect();
         assert_eq!(searchable, ["mcp__d__one", "mcp__d__two"]);
         st.loaded.push("mcp__d__two".into());
+        st.order.push("mcp__d__two".into());
         assert_eq!(
             names(&declared_tools(&st, &ToolFilter::default())),
             [TOOL_SEARCH, "mcp__h__echo", "mcp__d__two"]

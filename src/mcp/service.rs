@@ -81,7 +81,7 @@ impl Mcp {
                 servers: Vec::new(),
                 names: Names::default(),
                 registered: Vec::new(),
-                resource_anchor: None,
+                order: Vec::new(),
                 loaded: Vec::new(),
                 startup_pending: 0,
                 startup_done: false,
@@ -125,7 +125,7 @@ impl Mcp {
             st.cwd = cwd;
             st.names = Names::default();
             st.registered.clear();
-            st.resource_anchor = None;
+            st.order.clear();
             st.loaded.clear();
             st.waited_direct = false;
             st.servers = config
@@ -333,7 +333,7 @@ impl Mcp {
             stderr: None,
         };
         let listener = self.listener(&cfg.name, generation, attempt_no);
-        let client = match &cfg.transport {
+        match &cfg.transport {
             TransportConfig::Stdio {
                 command,
                 args,
@@ -342,7 +342,7 @@ impl Mcp {
             } => {
                 let env = super::expand::resolve_values(&cfg.name, "env", env).map_err(fail)?;
                 let (command, args, dir) = (command.clone(), args.clone(), dir.clone());
-                Client::connect(
+                let client = Client::connect(
                     move |sink| {
                         super::stdio::StdioTransport::spawn(&command, &args, &env, &dir, sink)
                             .map(|t| Arc::new(t) as Arc<dyn super::transport::Transport>)
@@ -350,7 +350,8 @@ impl Mcp {
                     cfg.timeout,
                     cwd,
                     listener,
-                )?
+                )?;
+                list_tools(client)
             }
             TransportConfig::Http {
                 url,
@@ -365,8 +366,8 @@ impl Mcp {
                 let bearer = auth_provider
                     .as_deref()
                     .and_then(|p| self.opts.provider_token.as_ref().and_then(|f| f(p)));
-                // Transient failures (network, 408, 429, 5xx but 501) are tried again after
-                // 250 ms and 1 s (§3.4).
+                // A connect (handshake and listing) that fails transiently (network, 408, 429,
+                // 5xx but 501) is tried again after 250 ms and 1 s (§3.4).
                 let mut delays = [250u64, 1000].into_iter();
                 loop {
                     let (url, headers, bearer) = (url.clone(), headers.clone(), bearer.clone());
@@ -380,7 +381,8 @@ impl Mcp {
                         cfg.timeout,
                         cwd,
                         Arc::clone(&listener),
-                    );
+                    )
+                    .and_then(list_tools);
                     match attempt {
                         Err(e) if super::http::is_transient_failure(&e.message) => {
                             match delays.next() {
@@ -390,22 +392,11 @@ impl Mcp {
                                 _ => return Err(e),
                             }
                         }
-                        other => break other?,
+                        other => return other,
                     }
                 }
             }
-        };
-        let tools = if client.info.capabilities.get("tools").is_some() {
-            client
-                .list_all("tools/list", "tools", valid_tool, None)
-                .map_err(|e| ConnectError {
-                    message: e.to_string(),
-                    stderr: client.stderr_tail(),
-                })?
-        } else {
-            Vec::new()
-        };
-        Ok((client, tools))
+        }
     }
 
     /// Whether `attempt` is still the current connect attempt of server `name`.
@@ -749,6 +740,9 @@ impl Mcp {
             if !st.loaded.contains(n) {
                 st.loaded.push(n.clone());
             }
+            if !st.order.contains(n) {
+                st.order.push(n.clone());
+            }
         }
     }
 }
@@ -764,6 +758,23 @@ impl Drop for Mcp {
             .collect();
         for c in clients {
             c.close();
+        }
+    }
+}
+
+/// The server's tools, when it has the `tools` capability (§4.3); a failure closes the client.
+fn list_tools(client: Client) -> Result<(Client, Vec<Value>), ConnectError> {
+    if client.info.capabilities.get("tools").is_none() {
+        return Ok((client, Vec::new()));
+    }
+    match client.list_all("tools/list", "tools", valid_tool, None) {
+        Ok(tools) => Ok((client, tools)),
+        Err(e) => {
+            client.close();
+            Err(ConnectError {
+                message: e.to_string(),
+                stderr: client.stderr_tail(),
+            })
         }
     }
 }

@@ -98,8 +98,10 @@ pub(crate) struct St {
     pub(crate) names: Names,
     /// Every tool registered this session, in registration (connection) order.
     pub(crate) registered: Vec<Registered>,
-    /// Where the resource tools are declared: after this many registered tools.
-    pub(crate) resource_anchor: Option<usize>,
+    /// MCP tools in the order they became declared, as pi appends to the active tools: a
+    /// direct tool when first registered, the resource tools once they are direct, a tool
+    /// `tool_search` loaded when it loaded it.
+    pub(crate) order: Vec<String>,
     /// Tools `tool_search` activated, in activation order.
     pub(crate) loaded: Vec<String>,
     pub(crate) startup_pending: usize,

@@ -7,8 +7,7 @@
 //! the order of tools loaded by `tool_search` (§6.3), print and json modes (§12), `mcp.log`
 //! (§3.5), `tools/list_changed` (§5.3) and value expansion in entries (§2.2, §2.5).
 //!
-//! Expected texts were checked against pi 1.6.0 itself, run on the same servers. Tests of what
-//! pi-rpc does differently are `#[ignore]`d with the bug in one line.
+//! Expected texts were checked against pi 1.6.0 itself, run on the same servers.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -333,7 +332,6 @@ fn http_connect_failures_are_retried_when_transient_and_reported() {
 }
 
 #[test]
-#[ignore = "bug: a transient HTTP error of tools/list while connecting is not retried (pi retries the whole connect)"]
 fn http_connect_retries_a_transient_tools_list_failure() {
     let Some(py) = python("http_connect_retries_a_transient_tools_list_failure") else {
         return;
@@ -393,7 +391,6 @@ fn http_tool_calls_are_not_retried_after_a_transient_error() {
 }
 
 #[test]
-#[ignore = "bug: an HTTP 404 for a known session (expired) fails the call with `MCP session expired` instead of retrying once on a new session"]
 fn http_expired_session_is_retried_once_on_a_new_session() {
     let Some(py) = python("http_expired_session_is_retried_once_on_a_new_session") else {
         return;
@@ -436,7 +433,6 @@ fn http_expired_session_is_retried_once_on_a_new_session() {
 }
 
 #[test]
-#[ignore = "bug: resource reads and listings are not retried once after a transient HTTP error (pi retries them after 250 ms)"]
 fn http_resource_requests_are_retried_once_after_a_transient_error() {
     let Some(py) = python("http_resource_requests_are_retried_once_after_a_transient_error") else {
         return;
@@ -493,7 +489,6 @@ fn normalized_log(agent_dir: &Path) -> String {
 }
 
 #[test]
-#[ignore = "bug: mcp.log lines: an empty logger prints ` :`, CRLF data keeps its `\\r`, missing data prints nothing (pi: no logger, `\\n    `, `undefined`)"]
 fn http_server_log_messages_are_formatted_as_pi_does() {
     let Some(py) = python("http_server_log_messages_are_formatted_as_pi_does") else {
         return;
@@ -1693,7 +1688,6 @@ fn deferred_resource_tools_are_loaded_by_tool_search() {
 }
 
 #[test]
-#[ignore = "bug: tools loaded by tool_search are declared (and listed in toolsAdded) in registration order, not appended in the order tool_search loaded them"]
 fn tool_search_declares_loaded_tools_in_the_order_it_ranked_them() {
     let Some(py) = python("tool_search_declares_loaded_tools_in_the_order_it_ranked_them") else {
         return;
@@ -2084,7 +2078,6 @@ fn unresolved_env_values_and_shell_commands_fail_the_server_in_pi_words() {
 }
 
 #[test]
-#[ignore = "bug: an HTTP server without a configured Authorization header that answers 401 is `failed: MCP server requires authentication`; pi marks it `needs sign-in` (OAuth, spec §11, not implemented yet)"]
 fn http_401_without_credentials_needs_sign_in() {
     let Some(py) = python("http_401_without_credentials_needs_sign_in") else {
         return;
