@@ -54,6 +54,9 @@ impl std::fmt::Debug for McpOptions {
     }
 }
 
+/// Connections held back: the session's generation and `(server, attempt)`s.
+type Held = (u64, Vec<(String, u64)>);
+
 /// The MCP servers of the current session.
 pub(crate) struct Mcp {
     pub(crate) opts: McpOptions,
@@ -64,7 +67,7 @@ pub(crate) struct Mcp {
     /// Start-up connections not started yet: the session's generation and `(server,
     /// attempt)`s. The mode starts them once its own threads run ([`Mcp::connect_held`]), so
     /// forking servers does not delay the first answers.
-    held: Mutex<Option<(u64, Vec<(String, u64)>)>>,
+    held: Mutex<Option<Held>>,
 }
 
 impl Mcp {
