@@ -46,6 +46,10 @@ impl Extensions {
             }
         }
         for b in &self.builtins {
+            if *b == Builtin::Mcp && self.unit_registered_command("mcp") {
+                // An extension's own /mcp replaces the built-in support (mcp.md §1).
+                continue;
+            }
             all.push(ResolvedCommand {
                 invocation: b.name().into(),
                 registered: b.name().into(),

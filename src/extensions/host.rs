@@ -193,14 +193,24 @@ impl Extensions {
 
     /// Starts the MCP servers' connections (once the mode's own threads run).
     pub(crate) fn connect_mcp(&self) {
-        if let Some(mcp) = &self.mcp {
+        if let Some(mcp) = self.mcp() {
             mcp.connect_held();
         }
     }
 
-    /// The session's MCP servers, when MCP support is on.
+    /// The session's MCP servers, when MCP support is on. An extension that registers its own
+    /// `/mcp` replaces the built-in support (`mcp.md` §1): no server connects then.
     pub(crate) fn mcp(&self) -> Option<&Arc<crate::mcp::service::Mcp>> {
-        self.mcp.as_ref()
+        self.mcp
+            .as_ref()
+            .filter(|_| !self.unit_registered_command("mcp"))
+    }
+
+    /// Whether an extension unit registered the command `name`.
+    pub(crate) fn unit_registered_command(&self, name: &str) -> bool {
+        self.units
+            .iter()
+            .any(|u| u.regs.lock().commands.iter().any(|c| c.name == name))
     }
 
     /// Whether any extension unit is configured.
@@ -652,7 +662,7 @@ impl Extensions {
     /// The second half (§B3): a fresh runtime in every unit (dead processes started again,
     /// then `initialize` with the new `reason`), then `session_start{reason}`.
     pub fn start_runtime(&self, reason: &str, previous_file: Option<&str>) {
-        if let Some(mcp) = &self.mcp {
+        if let Some(mcp) = self.mcp() {
             mcp.begin_session(self.opts.cwd.clone());
         }
         if self.units.is_empty() {

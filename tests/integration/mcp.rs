@@ -655,3 +655,50 @@ fn servers_are_stopped_when_stdin_ends() {
     agent.wait_exit(LONG);
     eventually("the server to end", || pids_with_env(&needle).is_empty());
 }
+
+#[test]
+fn an_extension_with_its_own_mcp_command_replaces_the_built_in_support() {
+    let Some(py) = python("an_extension_with_its_own_mcp_command_replaces_the_built_in_support")
+    else {
+        return;
+    };
+    let mock = MockLlm::start(json!({"replies": [text_reply("Plain.")]}));
+    let builder = with_servers(
+        agent_for(&mock),
+        json!({"fake": fake_entry(&py, "fake", json!({}), json!({"exposure": "direct"}))}),
+    );
+    let mut agent = crate::support::ext::python_extension(
+        builder,
+        &py,
+        "mymcp",
+        r#"
+        def initialize(msg):
+            return {"commands": [{"name": "mcp", "description": "My own MCP manager"}]}
+        "#,
+    )
+    .spawn();
+    let commands = agent.request("c1", json!({"type": "get_commands"}));
+    let names: Vec<(String, String)> = commands["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"].as_str().is_some_and(|n| n.starts_with("mcp")))
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["description"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec![("mcp".to_string(), "My own MCP manager".to_string())]
+    );
+    run_prompt(&mut agent, "p1", "hello");
+    let reqs = mock.wait_requests(1, LONG);
+    assert_eq!(tool_names(&reqs[0]), ["read", "bash", "edit", "write"]);
+    assert!(
+        received(&agent.agent_dir, "fake").is_empty(),
+        "no server connects"
+    );
+}
