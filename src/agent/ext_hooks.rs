@@ -20,7 +20,7 @@ pub(super) fn before_agent_start(
         // for servers with direct tools; the tools and the mcp_servers section are brought up
         // to date.
         mcp.before_prompt(cancel);
-        sync_mcp(rt);
+        sync_mcp(rt, true);
     }
     if !rt.ext.wants("before_agent_start") {
         return Vec::new();
@@ -62,14 +62,15 @@ pub(super) fn before_agent_start(
     messages
 }
 
-/// Puts the MCP tools to declare now into the active tools (after the others) and the
-/// `mcp_servers` section into the prompt. True when the tools changed.
-pub(super) fn sync_mcp(rt: &Runtime) -> bool {
+/// Puts the MCP tools to declare now into the active tools (after the others) and, at the
+/// start of a prompt (`with_section`; pi renders it once per prompt), the `mcp_servers`
+/// section into the prompt. True when the tools changed.
+pub(super) fn sync_mcp(rt: &Runtime, with_section: bool) -> bool {
     let Some(mcp) = rt.ext.mcp() else {
         return false;
     };
     let tools = mcp.active_tools();
-    let section = mcp.section();
+    let section = with_section.then(|| mcp.section());
     let mut s = rt.state.lock();
     let before: Vec<String> = s
         .resources
@@ -81,15 +82,12 @@ pub(super) fn sync_mcp(rt: &Runtime) -> bool {
     let after: Vec<String> = tools.iter().map(|t| t.name().to_string()).collect();
     s.resources.tools.retain(|t| !t.is_mcp());
     s.resources.tools.extend(tools);
-    s.resources
-        .prompt
-        .extra_sections
-        .retain(|(n, _)| n != "mcp_servers");
-    if let Some(text) = section {
-        s.resources
-            .prompt
-            .extra_sections
-            .push(("mcp_servers".to_string(), text));
+    if let Some(section) = section {
+        let extra = &mut s.resources.prompt.extra_sections;
+        extra.retain(|(n, _)| n != "mcp_servers");
+        if let Some(text) = section {
+            extra.push(("mcp_servers".to_string(), text));
+        }
     }
     before != after
 }

@@ -373,7 +373,7 @@ fn low_level_run(
                 }
                 emit_turn_start(rt, &mut turn_index);
                 // Tools `tool_search` loaded are declared before the next request (mcp.md §6.3).
-                if super::ext_hooks::sync_mcp(rt) {
+                if super::ext_hooks::sync_mcp(rt, false) {
                     let sys = rt.state.lock().system_message_if_needed();
                     if let Some(sys) = sys {
                         emit_whole_message(rt, sys, &mut run_messages);

@@ -259,6 +259,12 @@ pub fn execute_tool_calls(
                             Gate::Allow(_) if cancel.is_cancelled() => {
                                 Some("Operation aborted".into())
                             }
+                            // What the tool needs before it runs (an MCP tool's servers, as
+                            // pi's MCP `tool_call` handler waits for them); an abort meanwhile
+                            // fails the call here, before it runs.
+                            Gate::Allow(_) if !tool.wait_until_ready(cancel) => {
+                                Some("Operation aborted".into())
+                            }
                             Gate::Allow(args) => {
                                 runnable.push((i, Arc::clone(tool), args));
                                 None

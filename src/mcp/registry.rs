@@ -3,9 +3,10 @@
 //! `tool_search` activated, and the `mcp_servers` system-prompt section.
 //!
 //! **Deviation (README, "Differences"):** pi-rpc has no codemode sandbox yet. A tool whose
-//! exposure is `codemode` is served as `deferred` — `tool_search` can load it — as long as
-//! `autoEnableCodemode` allows the discovery tool pi would have activated for it; the section
-//! lists such servers as `(tool_search)`.
+//! exposure is `codemode` is served as `deferred` — `tool_search` is activated for it and can
+//! load it — as long as `autoEnableCodemode` allows the discovery tool pi would have activated;
+//! the section lists such servers as `(tool_search)`. As in pi, an active `tool_search` finds
+//! `codemode` tools as well as `deferred` ones.
 
 use serde_json::{json, Value};
 
@@ -58,23 +59,28 @@ pub(crate) fn register_server_tools(st: &mut St, server: &str, filter: &ToolFilt
         }
         current.push(name);
     }
+    let mut withdrawn = Vec::new();
     for r in st.registered.iter_mut() {
         if r.server == server && !current.contains(&r.name) && !is_resource_tool(&r.name) {
             r.exposure = Exposure::Hidden;
+            withdrawn.push(r.name.clone());
         }
     }
+    // A withdrawn tool leaves the declared set; offered again, it is declared at the end.
+    st.order.retain(|n| !withdrawn.contains(n));
+    st.loaded.retain(|n| !withdrawn.contains(n));
     // Direct tools are declared on registration, after what is declared already; the
     // resource tools follow the tools of the server that made them direct.
     for name in current {
         let direct = st
             .registered
             .iter()
-            .any(|r| r.name == name && served(st, r.exposure) == Exposure::Direct);
+            .any(|r| r.name == name && r.exposure == Exposure::Direct);
         if direct && !st.order.contains(&name) {
             st.order.push(name);
         }
     }
-    if resource_exposure(st).map(|e| served(st, e)) == Some(Exposure::Direct) {
+    if resource_exposure(st) == Some(Exposure::Direct) {
         for n in [LIST_RESOURCES, LIST_TEMPLATES, READ_RESOURCE] {
             if !st.order.iter().any(|o| o == n) {
                 st.order.push(n.to_string());
@@ -90,14 +96,6 @@ pub(crate) fn is_resource_tool(name: &str) -> bool {
 /// Whether `codemode` exposures are served through `tool_search` (see the module doc).
 fn codemode_served(st: &St) -> bool {
     st.config.auto_enable_codemode
-}
-
-/// An exposure as pi-rpc serves it: `codemode` becomes `deferred` while it can be.
-fn served(st: &St, e: Exposure) -> Exposure {
-    match e {
-        Exposure::Codemode if codemode_served(st) => Exposure::Deferred,
-        e => e,
-    }
 }
 
 /// The resource tools' exposure: the widest among enabled, non-hidden, connected servers with
@@ -123,10 +121,9 @@ pub(crate) fn resource_exposure(st: &St) -> Option<Exposure> {
 pub(crate) fn tool_search_active(st: &St) -> bool {
     st.servers.iter().any(|s| {
         s.cfg.enabled
-            && s.cfg
-                .exposures()
-                .into_iter()
-                .any(|e| served(st, e) == Exposure::Deferred)
+            && s.cfg.exposures().into_iter().any(|e| {
+                e == Exposure::Deferred || (e == Exposure::Codemode && codemode_served(st))
+            })
     })
 }
 
@@ -154,10 +151,10 @@ fn declared(st: &St, r: &Registered) -> bool {
         .iter()
         .any(|s| s.cfg.name == r.server && s.cfg.enabled);
     enabled
-        && match served(st, r.exposure) {
+        && match r.exposure {
             Exposure::Direct => true,
-            Exposure::Deferred => st.loaded.contains(&r.name),
-            _ => false,
+            Exposure::Deferred | Exposure::Codemode => st.loaded.contains(&r.name),
+            Exposure::Hidden => false,
         }
 }
 
@@ -168,7 +165,7 @@ pub(crate) fn declared_tools(st: &St, filter: &ToolFilter) -> Vec<Declared> {
     if tool_search_active(st) {
         out.push(Declared::ToolSearch);
     }
-    let resources = resource_exposure(st).map(|e| served(st, e));
+    let resources = resource_exposure(st);
     for name in &st.order {
         if let Some(n) = [LIST_RESOURCES, LIST_TEMPLATES, READ_RESOURCE]
             .into_iter()
@@ -197,7 +194,7 @@ pub(crate) fn searchable(st: &St) -> Vec<Registered> {
         .registered
         .iter()
         .filter(|r| {
-            served(st, r.exposure) == Exposure::Deferred
+            matches!(r.exposure, Exposure::Deferred | Exposure::Codemode)
                 && !st.loaded.contains(&r.name)
                 && st
                     .servers
@@ -207,7 +204,7 @@ pub(crate) fn searchable(st: &St) -> Vec<Registered> {
         .cloned()
         .collect();
     if let Some(e) = resource_exposure(st) {
-        if served(st, e) == Exposure::Deferred {
+        if matches!(e, Exposure::Deferred | Exposure::Codemode) {
             for n in [LIST_RESOURCES, LIST_TEMPLATES, READ_RESOURCE] {
                 if !st.loaded.iter().any(|l| l == n) {
                     out.push(Registered {
@@ -282,14 +279,14 @@ pub(crate) fn section(st: &St) -> Option<String> {
             }
         })
         .collect();
-    let mut intro = String::from("These MCP servers' tools are not declared to you up front.");
+    // Our words, as long as pi's sentences: the section's size budget (and so how much of each
+    // summary fits) comes out as in pi.
+    let mut intro = String::from("These MCP servers have tools you cannot see yet.");
     if reaches.contains(&"codemode") {
-        intro.push_str(
-            " Tools of `codemode` servers need codemode scripts, which this agent cannot run.",
-        );
+        intro.push_str(" Tools of `codemode` servers need codemode, which is absent.");
     }
     if reaches.contains(&"tool_search") {
-        intro.push_str(" Find and load the tools of `tool_search` servers with `tool_search`; loaded tools can be called from your next call.");
+        intro.push_str(" Load tools of `tool_search` servers by using `tool_search`.");
     }
     let heads: Vec<String> = listed
         .iter()
@@ -301,7 +298,7 @@ pub(crate) fn section(st: &St) -> Option<String> {
             Vec::new()
         } else {
             vec![format!(
-                "- … {count} more server{}; find their tools with tool_search",
+                "- … {count} more server{}; find their tools with `tool_search`",
                 if count == 1 { "" } else { "s" }
             )]
         }
@@ -357,9 +354,11 @@ pub(crate) fn resource_parameters(name: &str) -> Value {
 
 pub(crate) fn resource_description(name: &str) -> &'static str {
     match name {
-        LIST_RESOURCES => "List the resources MCP servers offer: files, schemas and other data a server shares as context. Check them before searching elsewhere.",
-        LIST_TEMPLATES => "List the resource templates MCP servers offer: parameterized resource URIs (RFC 6570) to fill in and read with read_mcp_resource.",
-        _ => "Read one resource of an MCP server, given the server's name and the resource URI.",
+        // Our words over the same terms as pi's descriptions, so `tool_search` ranks these
+        // tools as pi does.
+        LIST_RESOURCES => "Lists the resources MCP servers provide. With resources, servers share data that gives language models context, such as files, database schemas or application-specific information. Prefer resources to a web search when possible.",
+        LIST_TEMPLATES => "Lists the resource templates MCP servers provide. With parameterized resource templates, servers share data that gives language models context, such as files, database schemas or application-specific information. Prefer resource templates to a web search when possible.",
+        _ => "Reads one resource of an MCP server, given the server name and the resource URI.",
     }
 }
 
@@ -477,9 +476,10 @@ mod tests {
             ["mcp__a__y"]
         );
         listed(&mut st, "a", &["x", "y"]);
+        // Offered again, it is declared after what is declared already (as pi appends it).
         assert_eq!(
             names(&declared_tools(&st, &ToolFilter::default())),
-            ["mcp__a__x", "mcp__a__y"]
+            ["mcp__a__y", "mcp__a__x"]
         );
     }
 
@@ -568,7 +568,7 @@ mod tests {
         let last = text.lines().last().unwrap();
         assert!(
             last.starts_with("- … ")
-                && last.ends_with(" more servers; find their tools with tool_search"),
+                && last.ends_with(" more servers; find their tools with `tool_search`"),
             "{last}"
         );
     }

@@ -36,7 +36,9 @@ pub(crate) struct StdioTransport {
     pgid: i32,
     tx: Mutex<Option<Sender<Vec<u8>>>>,
     child: Arc<Mutex<Option<Child>>>,
-    stderr: Arc<Mutex<String>>,
+    /// The last 64 KiB of the server's stderr, as bytes (decoded when read, so a character
+    /// split across reads stays whole).
+    stderr: Arc<Mutex<Vec<u8>>>,
 }
 
 impl StdioTransport {
@@ -84,7 +86,7 @@ impl StdioTransport {
             pgid,
             tx: Mutex::new(Some(tx)),
             child: Arc::new(Mutex::new(Some(child))),
-            stderr: Arc::new(Mutex::new(String::new())),
+            stderr: Arc::new(Mutex::new(Vec::new())),
         };
         let tail = Arc::clone(&t.stderr);
         let child = Arc::clone(&t.child);
@@ -192,14 +194,28 @@ impl Transport for StdioTransport {
     }
 
     fn stderr_tail(&self) -> Option<String> {
-        let text = self.stderr.lock().clone();
+        let bytes = self.stderr.lock().clone();
+        // The kept bytes may start inside a character: skip its continuation bytes.
+        let from = bytes
+            .iter()
+            .position(|b| (b & 0xC0) != 0x80)
+            .unwrap_or(bytes.len());
+        let text = String::from_utf8_lossy(&bytes[from..]).into_owned();
         let t = text.trim();
         if t.is_empty() {
             return None;
         }
-        let chars: Vec<char> = t.chars().collect();
-        let start = chars.len().saturating_sub(STDERR_TAIL_CHARS);
-        Some(chars[start..].iter().collect())
+        // pi's `sliceTail`: the last 2000 UTF-16 units, never half a surrogate pair.
+        let mut units = 0;
+        let mut start = t.len();
+        for (i, c) in t.char_indices().rev() {
+            units += c.len_utf16();
+            if units > STDERR_TAIL_CHARS {
+                break;
+            }
+            start = i;
+        }
+        Some(t[start..].to_string())
     }
 }
 
@@ -209,20 +225,16 @@ impl Drop for StdioTransport {
     }
 }
 
-fn keep_tail(stderr: impl Read, tail: &Mutex<String>) {
+fn keep_tail(stderr: impl Read, tail: &Mutex<Vec<u8>>) {
     let mut reader = BufReader::with_capacity(8 * 1024, stderr);
     loop {
         let n = match reader.fill_buf() {
             Ok([]) | Err(_) => break,
             Ok(bytes) => {
-                let text = String::from_utf8_lossy(bytes);
                 let mut t = tail.lock();
-                t.push_str(&text);
+                t.extend_from_slice(bytes);
                 if t.len() > STDERR_KEEP {
-                    let mut cut = t.len() - STDERR_KEEP;
-                    while !t.is_char_boundary(cut) {
-                        cut += 1;
-                    }
+                    let cut = t.len() - STDERR_KEEP;
                     t.drain(..cut);
                 }
                 bytes.len()

@@ -34,7 +34,22 @@ fn gone() -> String {
     "MCP is shut down".to_string()
 }
 
+/// Waits until the servers `pick` selects settled; false when `cancel` fired meanwhile.
+fn wait_servers(
+    mcp: &Weak<Mcp>,
+    cancel: &crate::cancel::CancelToken,
+    pick: impl Fn(&super::state::Server) -> bool,
+) -> bool {
+    if let Some(mcp) = mcp.upgrade() {
+        mcp.wait_ready(pick, None, Some(cancel));
+    }
+    !cancel.is_cancelled()
+}
+
 impl Tool for McpTool {
+    fn wait_until_ready(&self, cancel: &crate::cancel::CancelToken) -> bool {
+        wait_servers(&self.mcp, cancel, |s| s.cfg.name == self.reg.server)
+    }
     fn name(&self) -> &str {
         &self.reg.name
     }
@@ -357,6 +372,10 @@ impl ResourceTool {
 }
 
 impl Tool for ResourceTool {
+    /// The resource tools reach every server: they wait for all of them (§3.2).
+    fn wait_until_ready(&self, cancel: &crate::cancel::CancelToken) -> bool {
+        wait_servers(&self.mcp, cancel, |s| s.cfg.enabled)
+    }
     fn name(&self) -> &str {
         self.name
     }
@@ -377,7 +396,9 @@ impl Tool for ResourceTool {
     ) -> Result<ToolOutput, String> {
         let mcp = self.mcp.upgrade().ok_or_else(gone)?;
         // The resource tools reach every server: wait for all of them (§3.2).
-        mcp.wait_ready(|s| s.cfg.enabled, None, Some(ctx.cancel));
+        if !mcp.wait_ready(|s| s.cfg.enabled, None, Some(ctx.cancel)) {
+            return Err("Operation aborted".into());
+        }
         if self.name == READ_RESOURCE {
             return self.read(&mcp, args, ctx);
         }
@@ -406,6 +427,10 @@ impl Tool for ResourceTool {
 }
 
 impl Tool for ToolSearch {
+    /// `tool_search` ranks every server's tools: it waits for all of them (§3.2).
+    fn wait_until_ready(&self, cancel: &crate::cancel::CancelToken) -> bool {
+        wait_servers(&self.mcp, cancel, |s| s.cfg.enabled)
+    }
     fn name(&self) -> &str {
         TOOL_SEARCH
     }
@@ -449,7 +474,9 @@ impl Tool for ToolSearch {
             },
         };
         // tool_search reaches every server: wait for all of them (§3.2).
-        mcp.wait_ready(|s| s.cfg.enabled, None, Some(ctx.cancel));
+        if !mcp.wait_ready(|s| s.cfg.enabled, None, Some(ctx.cancel)) {
+            return Err("Operation aborted".into());
+        }
         let (candidates, docs) = mcp.with_state(|st| {
             let candidates = registry::searchable(st);
             let docs: Vec<super::search::SearchDoc> = candidates

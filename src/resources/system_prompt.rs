@@ -200,6 +200,9 @@ impl Declared {
                     d.sections = Some(cur);
                     d.content = None;
                 }
+                // A message that only adds or removes tools (no sections, no content) leaves
+                // the prompt as it is.
+                None if content.is_empty() && d.sections.is_some() => {}
                 None => {
                     d.sections = Some(Vec::new());
                     d.content = Some(content.to_string());
@@ -283,7 +286,10 @@ pub fn system_message_for(
     let mut m = Map::new();
     m.insert("role".into(), "system".into());
     m.insert("content".into(), "".into());
-    m.insert("sections".into(), Value::Object(changed));
+    // A patch that only adds or removes tools has no `sections` (as pi writes it).
+    if !changed.is_empty() {
+        m.insert("sections".into(), Value::Object(changed));
+    }
     m.insert("timestamp".into(), timestamp.into());
     if !added.is_empty() {
         m.insert("toolsAdded".into(), Value::Array(added));

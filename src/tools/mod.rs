@@ -109,6 +109,11 @@ pub trait Tool: Send + Sync {
     fn is_extension(&self) -> bool {
         false
     }
+    /// Waits for what the tool needs before it runs (MCP: its servers' connections); false when
+    /// `cancel` fired meanwhile. Called after the `tool_call` gate, before `execute`.
+    fn wait_until_ready(&self, cancel: &CancelToken) -> bool {
+        !cancel.is_cancelled()
+    }
     /// Whether MCP support added the tool (`mcp::tools`; replaced as servers come and go).
     fn is_mcp(&self) -> bool {
         false

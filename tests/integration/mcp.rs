@@ -527,7 +527,10 @@ fn deferred_tools_are_loaded_by_tool_search_and_listed_in_the_section() {
     );
     assert_eq!(systems.len(), 2, "{systems:#?}");
     let added = &systems[1]["message"];
-    assert_eq!(added["sections"], json!({}));
+    assert!(
+        added.get("sections").is_none(),
+        "a tools-only patch has no sections: {added}"
+    );
     assert_eq!(
         added["toolsAdded"],
         json!([{"name": "mcp__fake__echo", "description": "Echo the text back.",

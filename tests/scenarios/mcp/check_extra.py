@@ -8,8 +8,10 @@
   sections.mcp_servers. compare.py --structural-requests compares sections by name only.
 * The texts of tool_execution_update partial results, per tool call (compare.py treats partial
   results as volatile; MCP progress texts are exact, mcp.md §4.5).
-Deliberate deviation: pi-rpc lists codemode servers as "(tool_search)" (no codemode sandbox), so
-golden "(codemode)" labels are read as "(tool_search)" in the scenarios of CODEMODE_AS_SEARCH.
+Deliberate deviations: pi-rpc lists codemode servers as "(tool_search)" (no codemode sandbox), so
+golden "(codemode)" labels are read as "(tool_search)" in the scenarios of CODEMODE_AS_SEARCH; and
+the closing "- … <n> more servers; find their tools with …" line is prose (pi names codemode's
+searchTools(), pi-rpc tool_search), so only its count is compared.
 Prints one line per scenario, then the differences. Exit status 1 when any differ.
 """
 import json
@@ -20,9 +22,14 @@ CODEMODE_AS_SEARCH = {"mcp_x_codemode"}
 SECTION_RE = re.compile(r"<mcp_servers>\n(.*?)\n</mcp_servers>", re.S)
 
 
+OMITTED_RE = re.compile(r"^(- … \d+ more servers?); .*$")
+
+
 def server_lines(text):
     m = SECTION_RE.search(text or "")
-    return m.group(1).split("\n")[1:] if m else None
+    if not m:
+        return None
+    return [OMITTED_RE.sub(r"\1", l) for l in m.group(1).split("\n")[1:]]
 
 
 def sections(d, name):
