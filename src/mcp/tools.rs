@@ -357,17 +357,34 @@ impl ResourceTool {
                 c
             })
             .collect();
-        let mut details = json!({"server": server, "tool": READ_RESOURCE});
-        if let Some(p) = full {
-            details["fullOutputPath"] = p.into();
-        }
-        Ok(ToolOutput {
+        let structured = json!({"server": server, "uri": uri, "contents": stripped});
+        Ok(resource_output(
             content,
-            details: Some(details),
-            structured_content: Some(json!({"server": server, "uri": uri, "contents": stripped})),
-            is_error: false,
-            terminate: false,
-        })
+            full,
+            &server,
+            READ_RESOURCE,
+            structured,
+        ))
+    }
+}
+
+/// A resource tool's result: `details` `{server, tool[, fullOutputPath]}` (§8).
+fn resource_output(
+    content: Vec<Value>,
+    full: Option<String>,
+    server: &str,
+    tool: &str,
+    structured: Value,
+) -> ToolOutput {
+    let mut details = json!({"server": server, "tool": tool});
+    if let Some(p) = full {
+        details["fullOutputPath"] = p.into();
+    }
+    ToolOutput {
+        content,
+        details: Some(details),
+        structured_content: Some(structured),
+        ..ToolOutput::default()
     }
 }
 
@@ -412,17 +429,7 @@ impl Tool for ResourceTool {
             .ok()
             .flatten()
             .unwrap_or_default();
-        let mut details = json!({"server": server, "tool": self.name});
-        if let Some(p) = full {
-            details["fullOutputPath"] = p.into();
-        }
-        Ok(ToolOutput {
-            content,
-            details: Some(details),
-            structured_content: Some(payload),
-            is_error: false,
-            terminate: false,
-        })
+        Ok(resource_output(content, full, &server, self.name, payload))
     }
 }
 
