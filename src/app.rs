@@ -389,6 +389,18 @@ pub fn run_rpc(session: AgentSession, plan: crate::extensions::ExtensionPlan) ->
         }
     };
     let (out, writer_handle) = writer::spawn(std::io::stdout(), Box::new(on_stdout_closed));
+    // A failed session write (a full disk, a read-only folder) is told to the client as an
+    // error notify, once per spell of failures (issue 17 §5), besides the stderr line.
+    {
+        let out = out.clone();
+        crate::session::on_write_failure(move |e| {
+            crate::extensions::write_notify(
+                &out,
+                &format!("Could not save the session: {e}"),
+                "error",
+            );
+        });
+    }
 
     // SIGTERM / SIGHUP / SIGINT: the extensions get their `session_shutdown{quit}` (at most
     // 3 s) and are stopped, then the process ends (extensions.md §B3).

@@ -16,6 +16,7 @@ pub mod discovery;
 pub(crate) mod dispatch;
 mod ext_tool;
 pub(crate) use ext_tool::install_tools;
+pub(crate) use ui::write_notify;
 pub(crate) mod host;
 pub(crate) mod manifest;
 mod plan;

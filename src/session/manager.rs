@@ -21,6 +21,7 @@ use crate::util;
 mod append;
 mod fork;
 mod persist;
+pub use persist::on_write_failure;
 
 /// The session file format version written by pi 1.6.0.
 pub const SESSION_VERSION: u64 = migrate::CURRENT_VERSION;
@@ -195,6 +196,8 @@ pub struct SessionManager {
     file: Option<File>,
     /// `get_session_stats` totals, computed on first use and kept up to date by appends.
     totals: OnceLock<SessionTotals>,
+    /// The last write failed (the failure hook heard of it already).
+    write_failing: bool,
 }
 
 impl SessionManager {
@@ -210,6 +213,7 @@ impl SessionManager {
             flushed: false,
             file: None,
             totals: OnceLock::new(),
+            write_failing: false,
         }
     }
 
@@ -327,6 +331,7 @@ impl SessionManager {
             flushed: self.flushed,
             file: None,
             totals: OnceLock::new(),
+            write_failing: false,
         }
     }
 

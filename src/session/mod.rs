@@ -27,5 +27,5 @@ pub mod value;
 
 pub use entry::{Entry, EntryKind, Label, SessionHeader};
 pub use load::LoadError;
-pub use manager::{ForkMessage, Forked, SessionError, SessionManager};
+pub use manager::{on_write_failure, ForkMessage, Forked, SessionError, SessionManager};
 pub use stats::SessionTotals;

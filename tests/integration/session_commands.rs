@@ -260,6 +260,21 @@ fn full_disk_glued_the_next_entry_to_a_torn_line() {
     }
     // What fits was still appended after the failure.
     assert!(text.contains("reply 3"), "{text:.300}");
+    // The client is told (issue 17 §5), not only stderr: an error notify per spell of failures.
+    let told: Vec<&Value> = agent
+        .records
+        .iter()
+        .filter(|r| r["type"] == "extension_ui_request" && r["method"] == "notify")
+        .collect();
+    assert!(!told.is_empty(), "no notify about the failed write");
+    for r in &told {
+        assert_eq!(r["notifyType"], "error");
+        let m = r["message"].as_str().unwrap_or("");
+        assert!(
+            m.starts_with("Could not save the session: ") && m.contains("File too large"),
+            "{m}"
+        );
+    }
     // Something failed (else the test proves nothing).
     agent.close_stdin();
     agent.wait_exit(LONG);

@@ -3,6 +3,21 @@
 
 use super::*;
 
+/// Who hears of a failed session write (set once by the mode: RPC tells the client).
+type FailureHook = Box<dyn Fn(&str) + Send + Sync>;
+
+fn failure_hook() -> &'static OnceLock<FailureHook> {
+    static HOOK: OnceLock<FailureHook> = OnceLock::new();
+    &HOOK
+}
+
+/// Sets what hears of a failed session write (issue 17 §5: the client must see it, not only
+/// stderr). It is told the error text once per spell of failures: again only after a write
+/// succeeded in between. Called with the state lock held, so it must not block long.
+pub fn on_write_failure(hook: impl Fn(&str) + Send + Sync + 'static) {
+    let _ = failure_hook().set(Box::new(hook));
+}
+
 impl SessionManager {
     pub(super) fn push_entry(&mut self, entry: Entry) -> Result<(), SessionError> {
         let id = entry.id().to_string();
@@ -14,8 +29,14 @@ impl SessionManager {
             self.entries.pop();
             self.index.remove(id.as_str());
             self.leaf = prev_leaf;
+            if !std::mem::replace(&mut self.write_failing, true) {
+                if let Some(hook) = failure_hook().get() {
+                    hook(&e.to_string());
+                }
+            }
             return Err(e);
         }
+        self.write_failing = false;
         if let (Some(t), Some(last)) = (self.totals.get_mut(), self.entries.last()) {
             t.add(last);
         }
