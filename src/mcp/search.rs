@@ -97,7 +97,8 @@ fn ranked(query: &str, docs: &[SearchDoc]) -> Vec<Match> {
         .iter()
         .map(|term| {
             let frequency = indexed.iter().filter(|d| d.has(term)).count() as f64;
-            (1.0 + (n - frequency + 0.5) / (frequency + 0.5)).ln()
+            // libm's, not `f64::ln`: that would load libm.so at every start (Cargo.toml).
+            libm::log(1.0 + (n - frequency + 0.5) / (frequency + 0.5))
         })
         .collect();
     let full_name_bonus = idf.iter().fold(0.0, |sum, v| sum + v);
