@@ -14,6 +14,7 @@ mod error_bodies;
 mod export_html;
 mod extension_events;
 mod extensions;
+mod faults;
 mod foundation;
 mod llm_anthropic;
 mod llm_google;

@@ -12,6 +12,7 @@ pub mod mcp_http;
 pub mod mock_llm;
 pub mod outside;
 pub mod process;
+pub mod raw_server;
 pub mod records;
 pub mod run;
 pub mod tempdir;
