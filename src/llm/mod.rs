@@ -32,6 +32,8 @@ pub(crate) mod google;
 pub(crate) mod http;
 pub(crate) mod openai_completions;
 pub(crate) mod openai_responses;
+#[cfg(test)]
+mod prop_tests;
 pub(crate) mod request;
 pub mod sse;
 pub mod stream;

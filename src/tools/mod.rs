@@ -10,6 +10,8 @@ pub mod args;
 pub mod bash;
 pub mod diff;
 pub mod edit;
+#[cfg(test)]
+mod edit_prop_tests;
 pub mod find;
 pub mod grep;
 pub mod ls;

@@ -31,6 +31,7 @@ mod mock_llm_selftest;
 mod pi_acp;
 mod print_modes;
 mod properties;
+mod properties_more;
 mod regression;
 mod rpc_bash;
 mod run_abort;
