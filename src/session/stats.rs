@@ -29,7 +29,10 @@ pub struct SessionTotals {
 impl SessionTotals {
     /// `input + output + cacheRead + cacheWrite`.
     pub fn total_tokens(&self) -> u64 {
-        self.input + self.output + self.cache_read + self.cache_write
+        self.input
+            .saturating_add(self.output)
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
     }
 
     /// Adds one entry's contribution.
@@ -42,7 +45,7 @@ impl SessionTotals {
                     Some(Role::Assistant) => {
                         self.assistant_messages += 1;
                         if let Ok(v) = e.deserialize::<AssistantView>() {
-                            self.tool_calls += v.message.content.0;
+                            self.tool_calls = self.tool_calls.saturating_add(v.message.content.0);
                             if let Some(u) = v.message.usage {
                                 self.add_usage(&u);
                             }
@@ -70,10 +73,11 @@ impl SessionTotals {
 
     fn add_usage(&mut self, u: &Usage) {
         let n = |v: Option<f64>| v.filter(|f| *f > 0.0).map_or(0, |f| f as u64);
-        self.input += n(u.input);
-        self.output += n(u.output);
-        self.cache_read += n(u.cache_read);
-        self.cache_write += n(u.cache_write);
+        // Saturating: usage numbers come from files and servers (1e300 must not panic).
+        self.input = self.input.saturating_add(n(u.input));
+        self.output = self.output.saturating_add(n(u.output));
+        self.cache_read = self.cache_read.saturating_add(n(u.cache_read));
+        self.cache_write = self.cache_write.saturating_add(n(u.cache_write));
         self.cost += u.cost.as_ref().and_then(|c| c.total).unwrap_or(0.0);
     }
 

@@ -50,7 +50,12 @@ impl<'m> StreamState<'m> {
 
     fn recompute_usage(&self, msg: &mut AssistantMessage) {
         let u = &mut msg.usage;
-        u.total_tokens = u.input + u.output + u.cache_read + u.cache_write;
+        // Saturating: a server's token counts are input (a count near 2^64 must not panic).
+        u.total_tokens = u
+            .input
+            .saturating_add(u.output)
+            .saturating_add(u.cache_read)
+            .saturating_add(u.cache_write);
         u.recompute_cost(self.model);
     }
 

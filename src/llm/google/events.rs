@@ -149,7 +149,7 @@ impl GoogleStream {
             let thoughts = u64_of(u, "thoughtsTokenCount");
             out.msg.usage = Usage {
                 input: prompt.saturating_sub(cached),
-                output: u64_of(u, "candidatesTokenCount") + thoughts,
+                output: u64_of(u, "candidatesTokenCount").saturating_add(thoughts),
                 cache_read: cached,
                 cache_write: 0,
                 reasoning: Some(thoughts),

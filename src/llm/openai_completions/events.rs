@@ -286,7 +286,10 @@ pub fn parse_usage(raw: &Value, model: &Model) -> Usage {
         cache_read,
         cache_write,
         reasoning: Some(reasoning),
-        total_tokens: input + output + cache_read + cache_write,
+        total_tokens: input
+            .saturating_add(output)
+            .saturating_add(cache_read)
+            .saturating_add(cache_write),
         ..Usage::default()
     };
     usage.recompute_cost(model);

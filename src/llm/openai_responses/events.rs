@@ -438,7 +438,7 @@ impl ResponsesStream {
             let cached = details.map_or(0, |d| u64_of(d, "cached_tokens"));
             let cache_write = details.map_or(0, |d| u64_of(d, "cache_write_tokens"));
             msg.usage = Usage {
-                input: u64_of(u, "input_tokens").saturating_sub(cached + cache_write),
+                input: u64_of(u, "input_tokens").saturating_sub(cached.saturating_add(cache_write)),
                 output: u64_of(u, "output_tokens"),
                 cache_read: cached,
                 cache_write,
