@@ -502,11 +502,19 @@ pub fn run_rpc(session: AgentSession, plan: crate::extensions::ExtensionPlan) ->
             ext.connect_mcp();
             h.join()
         });
-    match exit {
-        Ok(Ok(Exit::Eof)) => {}
-        Ok(Err(_)) => eprintln!("pi-rpc: the processor thread panicked"),
-        Err(e) => eprintln!("pi-rpc: cannot start the processor thread: {e}"),
-    }
+    // A processor that panicked (a bug) or never started ends the process with code 1: the
+    // host must not take the end for an orderly one.
+    let code = match exit {
+        Ok(Ok(Exit::Eof)) => 0,
+        Ok(Err(_)) => {
+            eprintln!("pi-rpc: the processor thread panicked");
+            1
+        }
+        Err(e) => {
+            eprintln!("pi-rpc: cannot start the processor thread: {e}");
+            1
+        }
+    };
     // Orderly shutdown: nothing more is written (as pi), whatever runs is aborted, children
     // are killed, and the agent thread finishes (the session file gets the aborted messages).
     out.mute();
@@ -529,7 +537,7 @@ pub fn run_rpc(session: AgentSession, plan: crate::extensions::ExtensionPlan) ->
     drop(writer_handle);
     // Not joined either: after an extension's `ctx.shutdown` stdin is still open.
     drop(reader_handle);
-    0
+    code
 }
 
 /// `1048576` → `1M`, `128000` → `128K`, `16384` → `16.4K` (one decimal, `.0` dropped).
