@@ -54,6 +54,8 @@ pub mod protocol;
 pub(crate) mod resources;
 pub(crate) mod rpc;
 pub mod session;
+#[cfg(test)]
+pub(crate) mod test_rng;
 pub(crate) mod tools;
 pub(crate) mod truncate;
 pub mod util;

@@ -34,48 +34,10 @@ use super::Tool;
 use crate::cancel::CancelToken;
 use crate::tools::args::test_support::{temp_dir, tool_context};
 
-/// xorshift64*: small, fast, and the same sequence everywhere (as tests/integration/properties).
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64, salt: u64) -> Rng {
-        Rng((seed ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03)).max(1))
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, one_in: usize) -> bool {
-        self.below(one_in) == 0
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
-
-fn seed() -> u64 {
-    std::env::var("PI_RPC_PROPERTY_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x9E37_79B9_7F4A_7C15u64)
-}
+use crate::test_rng::{seed, Rng};
 
 fn cases() -> usize {
-    std::env::var("PI_RPC_PROPERTY_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5000)
+    crate::test_rng::cases(5000)
 }
 
 /// Words of a line: few distinct ones, so pieces repeat (uniqueness matters to the matcher).

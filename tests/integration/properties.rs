@@ -17,42 +17,10 @@ use pi_rpc::protocol::command::{parse_incoming, Incoming};
 use pi_rpc::protocol::framing::{Frame, LineSplitter};
 use serde_json::{json, Map, Value};
 
-/// xorshift64*: small, fast, and the same sequence everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn new(salt: u64) -> Rng {
-        let seed = std::env::var("PI_RPC_PROPERTY_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0x9E37_79B9_7F4A_7C15u64);
-        Rng((seed ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03)).max(1))
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
+use crate::support::rng::{seed, Rng};
 
 fn cases() -> usize {
-    std::env::var("PI_RPC_PROPERTY_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300)
+    crate::support::rng::cases(300)
 }
 
 /// Bytes that exercise the splitter: LF, CR, U+2028 in UTF-8, invalid UTF-8, JSON punctuation.
@@ -104,7 +72,7 @@ fn random_chunks<'a>(rng: &mut Rng, data: &'a [u8]) -> Vec<&'a [u8]> {
 
 #[test]
 fn framing_does_not_depend_on_chunking() {
-    let mut rng = Rng::new(1);
+    let mut rng = Rng::new(seed(), 1);
     for case in 0..cases() {
         let data = random_stream(&mut rng);
         // Small limits reach the over-long-line path too.
@@ -212,7 +180,7 @@ const FIELDS: &[&str] = &[
 
 #[test]
 fn command_parsing_classifies_anything_and_keeps_string_ids() {
-    let mut rng = Rng::new(2);
+    let mut rng = Rng::new(seed(), 2);
     for case in 0..cases() {
         let mut obj = Map::new();
         let id = format!("id-{case}");
@@ -323,7 +291,7 @@ fn sse_parsing_does_not_depend_on_chunking() {
         "dat",
         "a: x",
     ];
-    let mut rng = Rng::new(3);
+    let mut rng = Rng::new(seed(), 3);
     for case in 0..cases() {
         let mut text = String::new();
         for _ in 0..rng.below(30) {

@@ -40,49 +40,7 @@ use serde_json::{json, Value};
 
 use crate::support::{Agent, TempDir};
 
-/// xorshift64* (as `properties.rs`).
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64, salt: u64) -> Rng {
-        Rng((seed ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03)).max(1))
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, one_in: usize) -> bool {
-        self.below(one_in) == 0
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
-
-fn seed() -> u64 {
-    std::env::var("PI_RPC_PROPERTY_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x9E37_79B9_7F4A_7C15u64)
-}
-
-fn cases(default: usize) -> usize {
-    std::env::var("PI_RPC_PROPERTY_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
+use crate::support::rng::{cases, seed, Rng};
 
 // ---------------------------------------------------------------------------------------------
 // Session files

@@ -14,6 +14,7 @@ pub mod outside;
 pub mod process;
 pub mod raw_server;
 pub mod records;
+pub mod rng;
 pub mod run;
 pub mod tempdir;
 
