@@ -778,6 +778,7 @@ impl AgentSession {
                 name: t.name,
                 description: t.description,
                 parameters: t.parameters,
+                strict_prefer: t.constrained_sampling,
             })
             .collect();
         let opts = StreamOptions {

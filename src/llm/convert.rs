@@ -225,6 +225,10 @@ pub fn current_tools(messages: &[Value]) -> Vec<ToolSpec> {
                         .get("parameters")
                         .cloned()
                         .unwrap_or_else(|| Value::Object(Default::default())),
+                    strict_prefer: a.pointer("/constrainedSampling/strict")
+                        == Some(&Value::from("prefer"))
+                        && a.pointer("/constrainedSampling/type")
+                            == Some(&Value::from("json_schema")),
                 };
                 match tools.iter_mut().find(|t| t.name == name) {
                     Some(slot) => *slot = tool,

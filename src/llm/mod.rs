@@ -37,6 +37,7 @@ mod prop_tests;
 pub(crate) mod request;
 pub mod sse;
 pub mod stream;
+pub(crate) mod strict_schema;
 pub(crate) mod tool_args;
 pub mod types;
 pub mod wire;

@@ -60,6 +60,10 @@ pub struct Model {
     /// it); absent on `models.json` models, as in pi.
     #[serde(skip)]
     pub kind: Option<String>,
+    /// Catalog fields pi-rpc has no use for but passes through to clients as pi does (the
+    /// radius gateway's `lab`, `enabled`, `providers`, `free`).
+    #[serde(skip)]
+    pub extra: Option<Map<String, Value>>,
     /// True for built-in catalog models. pi sends those objects as its catalog stores them
     /// (`…, input, cost, contextWindow, maxTokens, thinkingLevelMap, compat, promptCache,
     /// inputLimits, type`); `models.json` models follow `modelFromJson`'s order instead.
@@ -151,7 +155,12 @@ impl Serialize for Model {
                 }
                 "headers" => opt(&mut m, key, &self.headers)?,
                 "compat" => opt(&mut m, key, &self.compat)?,
-                "type" => opt(&mut m, key, &self.kind)?,
+                "type" => {
+                    for (k, v) in self.extra.iter().flatten() {
+                        m.serialize_entry(k, v)?;
+                    }
+                    opt(&mut m, key, &self.kind)?
+                }
                 _ => {}
             }
         }

@@ -439,6 +439,7 @@ mod tests {
                 name: "t".into(),
                 description: "d".into(),
                 parameters: json!({}),
+                strict_prefer: false,
             }],
         };
         assert_eq!(estimate_context_tokens(&ctx), 1010);

@@ -514,6 +514,11 @@ pub struct ToolSpec {
     pub description: String,
     #[serde(default = "empty_object")]
     pub parameters: Value,
+    /// The tool asks for strict JSON-schema sampling when the provider offers it (pi's
+    /// `constrainedSampling: {type:"json_schema", strict:"prefer"}`, set on read, bash, edit
+    /// and write); see `strict_schema.rs`.
+    #[serde(skip)]
+    pub strict_prefer: bool,
 }
 
 /// A message as the provider adapters see it (after `convert::convert_to_llm`).

@@ -27,6 +27,7 @@ pub fn bash_tool() -> ToolSpec {
         name: "bash".into(),
         description: "Execute a bash command".into(),
         parameters: json!({"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}),
+        strict_prefer: false,
     }
 }
 

@@ -590,6 +590,7 @@ mod tests {
             name: "bash".into(),
             description: String::new(),
             parameters: json!({}),
+            strict_prefer: false,
         }];
         let mut wire = Vec::new();
         let mut cb = |u: StreamUpdate<'_>| {

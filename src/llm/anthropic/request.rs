@@ -2,6 +2,7 @@
 //! thinking options and message/tool conversion.
 
 use super::*;
+use crate::llm::strict_schema;
 
 /// A built request: where to send it, its headers and its JSON body.
 #[derive(Clone, Debug, PartialEq)]
@@ -359,15 +360,24 @@ fn convert_tools(
     tools: &[ToolSpec],
     oauth: bool,
     eager: bool,
+    strict_tools: bool,
     cache: Option<&Value>,
 ) -> Vec<Value> {
     let n = tools.len();
+    let rule = Some(strict_schema::anthropic_unsupported as strict_schema::UnsupportedKeyword);
     tools
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let schema = &t.parameters;
-            let mut input_schema = Map::new();
+            let strict = strict_schema::strict_sampling(t, strict_tools, rule);
+            let parameters = strict_schema::parameters(t, strict, rule);
+            let schema = &parameters;
+            // A strict tool sends its whole strict-form schema (with the legacy keys spread
+            // over it); others only the keys Anthropic accepts at the root.
+            let mut input_schema = match (strict, schema) {
+                (Some(true), Value::Object(o)) => o.clone(),
+                _ => Map::new(),
+            };
             input_schema.insert("type".into(), Value::from("object"));
             input_schema.insert(
                 "properties".into(),
@@ -395,6 +405,9 @@ fn convert_tools(
             m.insert("description".into(), Value::from(t.description.as_str()));
             if eager {
                 m.insert("eager_input_streaming".into(), Value::Bool(true));
+            }
+            if strict == Some(true) {
+                m.insert("strict".into(), Value::Bool(true));
             }
             m.insert("input_schema".into(), Value::Object(input_schema));
             if let Some(cc) = cache {
@@ -515,6 +528,7 @@ pub fn build_request(
                 &ctx.tools,
                 oauth,
                 compat.supports_eager_tool_input_streaming,
+                model.compat_bool("supportsStrictTools").unwrap_or(false),
                 tool_cache,
             )),
         );
@@ -755,6 +769,7 @@ mod tests {
                 name: "bash".into(),
                 description: "d".into(),
                 parameters: json!({"type":"object","properties":{"command":{"type":"string"}}}),
+                strict_prefer: false,
             }],
         };
         let mut o = opts();

@@ -2,6 +2,7 @@
 //! the body, endpoint and headers.
 
 use super::*;
+use crate::llm::strict_schema;
 
 // ---------------------------------------------------------------------------------------------
 // Model families
@@ -434,16 +435,34 @@ pub fn rewrite_const_as_enum(schema: &Value, is_name_map: bool) -> Value {
     }
 }
 
-/// `tools: [{functionDeclarations: [...]}]`.
-pub fn convert_tools(tools: &[ToolSpec]) -> Value {
+/// `tools: [{functionDeclarations: [...]}]`. With `strict_mode` (Gemini 3 and later) tools
+/// that ask for strict sampling send their strict-form schema.
+pub fn convert_tools(tools: &[ToolSpec], strict_mode: bool) -> Value {
     let decls: Vec<Value> = tools
         .iter()
         .map(|t| {
+            let strict = strict_schema::strict_sampling(t, strict_mode, None);
+            let parameters = strict_schema::parameters(t, strict, None);
             json!({"name": t.name, "description": t.description,
-                "parametersJsonSchema": rewrite_const_as_enum(&t.parameters, false)})
+                "parametersJsonSchema": rewrite_const_as_enum(&parameters, false)})
         })
         .collect();
     json!([{"functionDeclarations": decls}])
+}
+
+/// pi's `supportsGoogleStrictToolSampling`: Gemini 3 and later enforce required parameters in
+/// the validated function-calling mode.
+fn supports_strict_tool_sampling(model_id: &str) -> bool {
+    let id = model_id.to_ascii_lowercase();
+    let rest = id
+        .strip_prefix("gemini-live-")
+        .or_else(|| id.strip_prefix("gemini-"));
+    let digits: String = rest
+        .unwrap_or_default()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse::<u64>().is_ok_and(|major| major >= 3)
 }
 
 /// The request body (pi's `buildParams` as the SDK serializes it). `max_tokens` is the
@@ -466,7 +485,19 @@ pub fn build_body(
         );
     }
     if !ctx.tools.is_empty() {
-        body.insert("tools".into(), convert_tools(&ctx.tools));
+        let strict_mode = supports_strict_tool_sampling(&model.id);
+        body.insert("tools".into(), convert_tools(&ctx.tools, strict_mode));
+        // pi's `resolveGoogleFunctionCallingMode` (pi-rpc sends no tool choice).
+        if ctx
+            .tools
+            .iter()
+            .any(|t| strict_schema::strict_sampling(t, strict_mode, None) == Some(true))
+        {
+            body.insert(
+                "toolConfig".into(),
+                json!({"functionCallingConfig": {"mode": "VALIDATED"}}),
+            );
+        }
     }
     let mut config = Map::new();
     config.insert("maxOutputTokens".into(), json!(max_tokens));
@@ -627,11 +658,15 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"const": {"const": "x"},
             "a": {"const": 1, "type": "number"}, "b": {"anyOf": [{"const": "p"}, {"const": true}]},
             "c": {"enum": ["z"], "const": "z"}}, "const": "top", "$defs": {"d": {"const": "q"}}});
-        let tools = convert_tools(&[ToolSpec {
-            name: "t".into(),
-            description: "d".into(),
-            parameters: schema,
-        }]);
+        let tools = convert_tools(
+            &[ToolSpec {
+                name: "t".into(),
+                description: "d".into(),
+                parameters: schema,
+                strict_prefer: false,
+            }],
+            true,
+        );
         assert_eq!(
             serde_json::to_string(&tools).unwrap(),
             r#"[{"functionDeclarations":[{"name":"t","description":"d","parametersJsonSchema":{"type":"object","properties":{"const":{"enum":["x"]},"a":{"type":"number","enum":[1]},"b":{"anyOf":[{"enum":["p"]},{"const":true}]},"c":{"enum":["z"],"const":"z"}},"$defs":{"d":{"enum":["q"]}},"enum":["top"]}}]}]"#

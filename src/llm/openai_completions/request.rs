@@ -2,6 +2,7 @@
 //! thinking parameters and cache markers.
 
 use super::*;
+use crate::llm::strict_schema;
 
 /// A built request: where to send it, its headers and its JSON body.
 #[derive(Clone, Debug, PartialEq)]
@@ -299,9 +300,13 @@ fn convert_tools(tools: &[ToolSpec], compat: &CompletionsCompat) -> Vec<Value> {
             let mut f = Map::new();
             f.insert("name".into(), Value::from(t.name.as_str()));
             f.insert("description".into(), Value::from(t.description.as_str()));
-            f.insert("parameters".into(), t.parameters.clone());
+            let strict = strict_schema::strict_sampling(t, compat.supports_strict_mode, None);
+            f.insert(
+                "parameters".into(),
+                strict_schema::parameters(t, strict, None),
+            );
             if compat.supports_strict_mode {
-                f.insert("strict".into(), Value::Bool(false));
+                f.insert("strict".into(), Value::Bool(strict.unwrap_or(false)));
             }
             json!({"type": "function", "function": Value::Object(f)})
         })

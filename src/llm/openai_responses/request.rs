@@ -2,6 +2,7 @@
 //! conversion, the body (thinking, caching, compat) and headers.
 
 use super::*;
+use crate::llm::strict_schema;
 
 // ---------------------------------------------------------------------------------------------
 // Ids
@@ -331,9 +332,13 @@ pub fn convert_tools(tools: &[ToolSpec], supports_strict_mode: bool) -> Vec<Valu
             o.insert("type".into(), json!("function"));
             o.insert("name".into(), json!(t.name));
             o.insert("description".into(), json!(t.description));
-            o.insert("parameters".into(), t.parameters.clone());
+            let strict = strict_schema::strict_sampling(t, supports_strict_mode, None);
+            o.insert(
+                "parameters".into(),
+                strict_schema::parameters(t, strict, None),
+            );
             if supports_strict_mode {
-                o.insert("strict".into(), json!(false));
+                o.insert("strict".into(), json!(strict.unwrap_or(false)));
             }
             Value::Object(o)
         })
@@ -549,6 +554,7 @@ mod tests {
             name: "bash".into(),
             description: "Run a command".into(),
             parameters: json!({"type": "object"}),
+            strict_prefer: false,
         }];
         let opts = StreamOptions {
             session_id: Some("sess-1".into()),
@@ -663,6 +669,7 @@ mod tests {
             name: "t".into(),
             description: "d".into(),
             parameters: json!({"type": "object"}),
+            strict_prefer: false,
         }];
         let opts = StreamOptions {
             cache_retention: CacheRetention::Long,

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
@@ -12,13 +13,11 @@ use super::auth::{resolve_config_value, strip_serde_position, AuthError, AuthSto
 use super::model::{number_to_u64, Model, ModelCost};
 use super::thinking::ThinkingLevel;
 
+mod catalog;
 mod models_json;
 mod patterns;
 
 use self::models_json::*;
-
-/// The built-in catalog: `{"providers":{"<id>":{"name","baseUrl","api","models":[…]}}}`.
-const CATALOG_JSON: &str = include_str!("catalog.json");
 
 /// pi's `defaultModelPerProvider`: the preferred first model of each provider, in pi's order
 /// (used for the initial model and as the template of a custom model id).
@@ -157,10 +156,33 @@ pub struct ResolvedModel {
     pub warning: Option<String>,
 }
 
+/// One provider of the registry and its models. Built-in providers untouched by models.json
+/// parse their catalog block the first time they are needed (`catalog`); the others are
+/// composed when the registry is built.
+struct Slot {
+    config: ProviderConfig,
+    catalog: Option<(usize, catalog::IndexEntry)>,
+    /// Models in catalog order (built-ins), then models.json additions.
+    models: OnceLock<Vec<Model>>,
+    /// The number of models, known without parsing.
+    count: usize,
+}
+
+impl Slot {
+    fn models(&self) -> &[Model] {
+        self.models.get_or_init(|| match &self.catalog {
+            Some((n, entry)) => catalog::models(*n, entry).unwrap_or_else(|e| {
+                eprintln!("Warning: the built-in model catalog is damaged ({e}); provider \"{}\" has no models", entry.id);
+                Vec::new()
+            }),
+            None => Vec::new(),
+        })
+    }
+}
+
 /// All known models and their credentials.
 pub struct ModelRegistry {
-    models: Vec<Model>,
-    providers: Vec<ProviderConfig>,
+    slots: Vec<Slot>,
     /// models.json headers of individual models (`modelOverrides[id].headers` then
     /// `models[].headers`), unresolved, keyed by `provider\0id`.
     model_headers: HashMap<String, Map<String, Value>>,
@@ -170,11 +192,7 @@ pub struct ModelRegistry {
 impl fmt::Debug for ModelRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ModelRegistry")
-            .field("models", &self.models.len())
-            .field(
-                "providers",
-                &self.providers.iter().map(|p| &p.id).collect::<Vec<_>>(),
-            )
+            .field("providers", &self.provider_ids())
             .field("auth", &self.auth)
             .finish()
     }
@@ -217,13 +235,12 @@ impl ModelRegistry {
         diags: &mut Vec<String>,
     ) -> ModelRegistry {
         let mut reg = ModelRegistry {
-            models: Vec::new(),
-            providers: Vec::new(),
+            slots: Vec::new(),
             model_headers: HashMap::new(),
             auth,
         };
-        let builtins = match parse_catalog(CATALOG_JSON) {
-            Ok(b) => b,
+        let index = match catalog::index() {
+            Ok(index) => index.providers,
             Err(e) => {
                 diags.push(format!(
                     "Warning: the built-in model catalog is damaged ({e}); only models.json models are known"
@@ -231,42 +248,60 @@ impl ModelRegistry {
                 Vec::new()
             }
         };
-        reg.models
-            .reserve_exact(builtins.iter().map(|b| b.models.len()).sum());
         let config = models_json.and_then(|text| parse_models_json(text, path, diags));
         let empty = Map::new();
         let config = config.as_ref().unwrap_or(&empty);
 
-        for b in builtins {
+        for (n, entry) in index.into_iter().enumerate() {
+            let (api, api_base) = entry.apis.first().cloned().unwrap_or_default();
             let pc = ProviderConfig {
-                id: b.id.clone(),
-                name: b.name.clone(),
+                id: entry.id.clone(),
+                name: entry.name.clone(),
                 builtin: true,
-                base_url: Some(b.base_url.clone()),
-                api: Some(b.api.clone()),
+                base_url: Some(entry.base_url.clone().unwrap_or(api_base)),
+                api: Some(api),
                 headers: None,
                 auth_header: false,
             };
-            match config.get(&b.id).and_then(Value::as_object) {
-                None => {
-                    reg.providers.push(pc);
-                    reg.models.extend(b.models);
+            let lazy = |pc: ProviderConfig, entry: catalog::IndexEntry| Slot {
+                config: pc,
+                count: entry.count,
+                catalog: Some((n, entry)),
+                models: OnceLock::new(),
+            };
+            let Some(overlay) = config.get(&entry.id).and_then(Value::as_object) else {
+                reg.slots.push(lazy(pc, entry));
+                continue;
+            };
+            let builtin = BuiltinProvider {
+                name: entry.name.clone(),
+                base_url: pc.base_url.clone().unwrap_or_default(),
+                api: pc.api.clone().unwrap_or_default(),
+                models: catalog::models(n, &entry).unwrap_or_else(|e| {
+                    diags.push(format!(
+                        "Warning: the built-in model catalog is damaged ({e})"
+                    ));
+                    Vec::new()
+                }),
+            };
+            match compose_provider(&entry.id, Some(&builtin), overlay) {
+                Ok(composed) => reg.add_composed(composed),
+                Err(msg) => {
+                    diags.push(format!(
+                        "Warning: {path}: {msg}; ignoring the models.json settings of provider \"{}\"",
+                        entry.id
+                    ));
+                    reg.slots.push(Slot {
+                        config: pc,
+                        count: builtin.models.len(),
+                        catalog: None,
+                        models: OnceLock::from(builtin.models),
+                    });
                 }
-                Some(overlay) => match compose_provider(&b.id, Some(&b), overlay) {
-                    Ok(composed) => reg.add_composed(composed),
-                    Err(msg) => {
-                        diags.push(format!(
-                            "Warning: {path}: {msg}; ignoring the models.json settings of provider \"{}\"",
-                            b.id
-                        ));
-                        reg.providers.push(pc);
-                        reg.models.extend(b.models);
-                    }
-                },
             }
         }
         for (id, overlay) in config {
-            if reg.providers.iter().any(|p| &p.id == id) {
+            if reg.slots.iter().any(|s| &s.config.id == id) {
                 continue;
             }
             let Some(overlay) = overlay.as_object() else {
@@ -290,58 +325,65 @@ impl ModelRegistry {
             self.model_headers
                 .insert(header_key(&c.config.id, &id), headers);
         }
-        self.providers.push(c.config);
-        self.models.extend(c.models);
+        self.slots.push(Slot {
+            config: c.config,
+            count: c.models.len(),
+            catalog: None,
+            models: OnceLock::from(c.models),
+        });
+    }
+
+    fn slot(&self, provider: &str) -> Option<&Slot> {
+        self.slots.iter().find(|s| s.config.id == provider)
     }
 
     /// Every model, in registry order (built-in providers in catalog order, then models.json
-    /// providers in file order).
-    pub fn all(&self) -> &[Model] {
-        &self.models
+    /// providers in file order). Parses every provider's catalog block not parsed yet.
+    pub fn all(&self) -> Vec<&Model> {
+        self.slots.iter().flat_map(|s| s.models()).collect()
     }
 
-    /// Models whose provider has credentials, in registry order.
+    /// The models of one provider (an unknown provider has none).
+    pub fn provider_models(&self, provider: &str) -> &[Model] {
+        self.slot(provider).map(Slot::models).unwrap_or_default()
+    }
+
+    /// Models whose provider has credentials, in registry order. Only those providers' catalog
+    /// blocks are parsed.
     pub fn available(&self) -> Vec<Model> {
-        let mut cache: HashMap<&str, bool> = HashMap::new();
-        self.models
+        self.slots
             .iter()
-            .filter(|m| {
-                *cache
-                    .entry(m.provider.as_str())
-                    .or_insert_with(|| self.auth.has_credentials(&m.provider))
-            })
-            .cloned()
+            .filter(|s| s.count > 0 && self.auth.has_credentials(&s.config.id))
+            .flat_map(|s| s.models().iter().cloned())
             .collect()
     }
 
     /// Exact lookup by provider and id.
     pub fn find(&self, provider: &str, id: &str) -> Option<&Model> {
-        self.models
-            .iter()
-            .find(|m| m.provider == provider && m.id == id)
+        self.provider_models(provider).iter().find(|m| m.id == id)
     }
 
     /// Exact lookup among available models (what `set_model` uses).
     pub fn find_available(&self, provider: &str, id: &str) -> Option<Model> {
-        self.find(provider, id)
-            .filter(|m| self.auth.has_credentials(&m.provider))
-            .cloned()
+        if !self.auth.has_credentials(provider) {
+            return None;
+        }
+        self.find(provider, id).cloned()
     }
 
     /// The model pi starts with when nothing else chooses one: the first available model that is
     /// its provider's preferred default (in [`DEFAULT_MODEL_PER_PROVIDER`] order), else the first
     /// available model.
     pub fn default_model(&self) -> Option<Model> {
-        let available = self.available();
         for (provider, id) in DEFAULT_MODEL_PER_PROVIDER {
-            if let Some(m) = available
-                .iter()
-                .find(|m| m.provider == *provider && m.id == *id)
-            {
-                return Some(m.clone());
+            if let Some(m) = self.find_available(provider, id) {
+                return Some(m);
             }
         }
-        available.into_iter().next()
+        self.slots
+            .iter()
+            .filter(|s| s.count > 0 && self.auth.has_credentials(&s.config.id))
+            .find_map(|s| s.models().first().cloned())
     }
 
     pub fn has_credentials(&self, provider: &str) -> bool {
@@ -368,12 +410,12 @@ impl ModelRegistry {
 
     /// Provider settings (authHeader, headers, …) of a known provider.
     pub fn provider_config(&self, provider: &str) -> Option<&ProviderConfig> {
-        self.providers.iter().find(|p| p.id == provider)
+        self.slot(provider).map(|s| &s.config)
     }
 
     /// Provider ids in registry order.
     pub fn provider_ids(&self) -> Vec<&str> {
-        self.providers.iter().map(|p| p.id.as_str()).collect()
+        self.slots.iter().map(|s| s.config.id.as_str()).collect()
     }
 
     /// Resolves everything a request to `model` needs besides the body: the API key and extra
@@ -462,6 +504,53 @@ mod tests {
         (r, diags)
     }
 
+    /// pi 1.6.0's built-in providers, in registration order.
+    pub(super) const BUILTIN_IDS: &[&str] = &[
+        "amazon-bedrock",
+        "ant-ling",
+        "anthropic",
+        "azure",
+        "baseten",
+        "cerebras",
+        "cloudflare-ai-gateway",
+        "cloudflare-workers-ai",
+        "deepseek",
+        "fireworks",
+        "github-copilot",
+        "google",
+        "google-vertex",
+        "groq",
+        "huggingface",
+        "kimi-coding",
+        "meta",
+        "minimax",
+        "minimax-cn",
+        "mistral",
+        "moonshotai",
+        "moonshotai-cn",
+        "nvidia",
+        "openai",
+        "openai-codex",
+        "opencode",
+        "opencode-go",
+        "openrouter",
+        "qwen-token-plan",
+        "qwen-token-plan-cn",
+        "qwen-token-plan-individual",
+        "qwen-token-plan-individual-cn",
+        "radius",
+        "together",
+        "typesafe",
+        "vercel-ai-gateway",
+        "xai",
+        "xiaomi",
+        "xiaomi-token-plan-ams",
+        "xiaomi-token-plan-cn",
+        "xiaomi-token-plan-sgp",
+        "zai",
+        "zai-coding-cn",
+    ];
+
     pub(super) const MOCK: &str = r#"{"providers":{"mock":{"baseUrl":"http://127.0.0.1:18080","api":"anthropic-messages","apiKey":"test-key",
         "models":[{"id":"mock-model","name":"Mock Model","reasoning":true,"input":["text","image"],
                    "contextWindow":200000,"cost":{"input":3,"output":15,"cacheRead":0.3,"cacheWrite":3.75}},
@@ -518,7 +607,7 @@ mod tests {
             );
             assert_eq!(m.api, "google-generative-ai");
         }
-        assert_eq!(r.provider_ids(), vec!["anthropic", "openai", "google"]);
+        assert_eq!(r.provider_ids(), BUILTIN_IDS);
         // Nothing is available without credentials.
         assert!(r.available().is_empty());
         assert_eq!(r.default_model(), None);

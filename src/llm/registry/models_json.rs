@@ -6,85 +6,13 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // Catalog
 
+/// A built-in provider about to be composed with its models.json entry.
 pub(super) struct BuiltinProvider {
-    pub(super) id: String,
     pub(super) name: String,
+    /// The provider's base URL and main API (those of its first model when it has several).
     pub(super) base_url: String,
     pub(super) api: String,
     pub(super) models: Vec<Model>,
-}
-
-/// One provider of `catalog.json` as stored: its models name neither provider nor (usually)
-/// api and baseUrl, which come from the provider.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CatalogProvider {
-    name: Option<String>,
-    base_url: String,
-    api: String,
-    #[serde(default)]
-    models: Vec<Model>,
-}
-
-/// `{"providers": {...}}`, kept in file order.
-#[derive(serde::Deserialize)]
-struct CatalogFile {
-    providers: OrderedMap<CatalogProvider>,
-}
-
-/// A JSON object read into its entries in file order (catalog order is registry order).
-struct OrderedMap<T>(Vec<(String, T)>);
-
-impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for OrderedMap<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Entries<T>(std::marker::PhantomData<T>);
-        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Entries<T> {
-            type Value = OrderedMap<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0));
-                while let Some(entry) = map.next_entry::<String, T>()? {
-                    entries.push(entry);
-                }
-                Ok(OrderedMap(entries))
-            }
-        }
-        d.deserialize_map(Entries(std::marker::PhantomData))
-    }
-}
-
-/// The built-in catalog, deserialized straight into `Model`s: no `Value` tree of the whole file
-/// is built, which kept start-up heap about 0.6 MiB higher (examples/bench_startup.rs).
-pub(super) fn parse_catalog(text: &str) -> Result<Vec<BuiltinProvider>, String> {
-    let file: CatalogFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let mut out = Vec::with_capacity(file.providers.0.len());
-    for (id, p) in file.providers.0 {
-        let mut models = p.models;
-        for m in &mut models {
-            if m.api.is_empty() {
-                m.api.clone_from(&p.api);
-            }
-            if m.base_url.is_empty() {
-                m.base_url.clone_from(&p.base_url);
-            }
-            m.provider.clone_from(&id);
-            m.kind = Some("chat".to_string());
-            m.catalog_layout = true;
-        }
-        out.push(BuiltinProvider {
-            name: p.name.unwrap_or_else(|| id.clone()),
-            id,
-            base_url: p.base_url,
-            api: p.api,
-            models,
-        });
-    }
-    Ok(out)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -483,6 +411,7 @@ pub(super) fn compose_provider(
             compat: merge_compat(compat.clone(), obj_field(def, "compat").as_ref()),
             // A models.json definition is not a catalog entry: no `type`, modelFromJson's order.
             kind: None,
+            extra: None,
             catalog_layout: false,
         };
         match models.iter().position(|m| m.id == model_id) {
@@ -692,52 +621,8 @@ fn apply_override(m: &mut Model, ov: &Map<String, Value>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{registry, MOCK};
+    use super::super::tests::{registry, BUILTIN_IDS, MOCK};
     use super::*;
-
-    #[test]
-    fn catalog_keeps_file_order_and_fills_models_from_their_provider() {
-        let text = r#"{"providers":{
-            "zeta":{"name":"Zeta","baseUrl":"https://z.example","api":"openai-completions","models":[
-                {"id":"z1","name":"Z One","contextWindow":1000,"maxTokens":100},
-                {"id":"z2","api":"openai-responses","baseUrl":"https://other.example"}]},
-            "alpha":{"baseUrl":"https://a.example","api":"anthropic-messages","models":[{"id":"a1"}]}}}"#;
-        let providers = parse_catalog(text).unwrap();
-        let ids: Vec<&str> = providers.iter().map(|p| p.id.as_str()).collect();
-        assert_eq!(ids, ["zeta", "alpha"]);
-        assert_eq!(providers[1].name, "alpha");
-        let z = &providers[0].models;
-        assert_eq!(
-            (
-                z[0].provider.as_str(),
-                z[0].api.as_str(),
-                z[0].base_url.as_str()
-            ),
-            ("zeta", "openai-completions", "https://z.example")
-        );
-        assert_eq!((z[0].context_window, z[0].max_tokens), (1000, 100));
-        assert_eq!(
-            (
-                z[1].provider.as_str(),
-                z[1].api.as_str(),
-                z[1].base_url.as_str()
-            ),
-            ("zeta", "openai-responses", "https://other.example")
-        );
-    }
-
-    #[test]
-    fn a_damaged_catalog_is_an_error_not_a_panic() {
-        for text in [
-            "",
-            "[]",
-            r#"{"providers":[]}"#,
-            r#"{"providers":{"p":{"api":"x","models":[]}}}"#,
-            r#"{"providers":{"p":{"baseUrl":"u","api":"x","models":[{"name":"no id"}]}}}"#,
-        ] {
-            assert!(parse_catalog(text).is_err(), "{text}");
-        }
-    }
 
     #[test]
     fn custom_provider_with_defaults() {
@@ -793,7 +678,7 @@ mod tests {
         assert_eq!(s.context_window, 200000);
         assert!(r.find("anthropic", "no-such-model").is_none());
         // Provider order unchanged; auth unchanged (env).
-        assert_eq!(r.provider_ids(), vec!["anthropic", "openai", "google"]);
+        assert_eq!(r.provider_ids(), BUILTIN_IDS);
         assert!(r.available().iter().all(|m| m.provider == "anthropic"));
         assert!(!r.available().is_empty());
         assert_eq!(
@@ -842,7 +727,7 @@ mod tests {
             diags[0]
         );
         assert!(diags[0].ends_with("; ignoring it"));
-        assert_eq!(r.provider_ids(), vec!["anthropic", "openai", "google"]);
+        assert_eq!(r.provider_ids(), BUILTIN_IDS);
 
         let (_, diags) = registry(
             Some(r#"{"providers":{"x":{"baseUrl":5,"models":[{"name":"n"}]}}}"#),
@@ -884,10 +769,7 @@ mod tests {
         assert!(r.find("anthropic", "claude-opus-4-7").is_some());
         assert!(r.find("noapi", "m").is_none());
         assert!(r.find("ok", "m").is_some());
-        assert_eq!(
-            r.provider_ids(),
-            vec!["anthropic", "openai", "google", "ok"]
-        );
+        assert_eq!(r.provider_ids(), [BUILTIN_IDS, &["ok"]].concat());
     }
 
     #[test]

@@ -17,20 +17,21 @@ impl ModelRegistry {
         provider: Option<&str>,
     ) -> Result<(Model, Option<ThinkingLevel>), RegistryError> {
         let provider = self.cli_provider(provider)?;
+        let models = self.pattern_models(provider.as_deref());
         let res = resolve_reference(
             pattern,
             provider.as_deref(),
             SuffixMode::Strict,
             true,
-            &self.models,
+            &models,
             &|p| self.auth.has_credentials(p),
         );
         match res.status {
-            Status::Resolved(i) => Ok((self.models[i].clone(), res.level)),
+            Status::Resolved(i) => Ok((models[i].clone(), res.level)),
             Status::Ambiguous {
                 candidates,
                 usable_count,
-            } => Err(self.ambiguous(pattern, &candidates, usable_count, false)),
+            } => Err(self.ambiguous(&models, pattern, &candidates, usable_count, false)),
             Status::NotFound(_) => Err(RegistryError::ModelNotFound {
                 pattern: pattern.to_string(),
             }),
@@ -51,25 +52,26 @@ impl ModelRegistry {
         inline_api_key: bool,
     ) -> Result<ResolvedModel, RegistryError> {
         let provider = self.cli_provider(provider)?;
+        let models = self.pattern_models(provider.as_deref());
         let usable = |p: &str| !inline_api_key && self.auth.has_credentials(p);
         let res = resolve_reference(
             pattern,
             provider.as_deref(),
             SuffixMode::Strict,
             true,
-            &self.models,
+            &models,
             &usable,
         );
         match res.status {
             Status::Resolved(i) => Ok(ResolvedModel {
-                model: self.models[i].clone(),
+                model: models[i].clone(),
                 thinking_level: res.level,
                 warning: res.warning,
             }),
             Status::Ambiguous {
                 candidates,
                 usable_count,
-            } => Err(self.ambiguous(pattern, &candidates, usable_count, inline_api_key)),
+            } => Err(self.ambiguous(&models, pattern, &candidates, usable_count, inline_api_key)),
             Status::NotFound(None) => Err(RegistryError::ModelNotFound {
                 pattern: pattern.to_string(),
             }),
@@ -94,10 +96,10 @@ impl ModelRegistry {
                             .provider_models
                             .iter()
                             .copied()
-                            .find(|&i| self.models[i].id == d)
+                            .find(|&i| models[i].id == d)
                     })
                     .unwrap_or(target.provider_models[0]);
-                let mut model = self.models[base_idx].clone();
+                let mut model = models[base_idx].clone();
                 model.id = model_id.clone();
                 model.name = model_id.clone();
                 if cli_thinking
@@ -119,30 +121,40 @@ impl ModelRegistry {
     }
 
     fn cli_provider(&self, provider: Option<&str>) -> Result<Option<String>, RegistryError> {
-        if self.models.is_empty() {
+        if self.slots.iter().all(|s| s.count == 0) {
             return Err(RegistryError::NoModels);
         }
         match provider {
             None => Ok(None),
             Some(p) => self
-                .models
+                .slots
                 .iter()
-                .find(|m| m.provider.to_lowercase() == p.to_lowercase())
-                .map(|m| Some(m.provider.clone()))
+                .find(|s| s.count > 0 && s.config.id.to_lowercase() == p.to_lowercase())
+                .map(|s| Some(s.config.id.clone()))
                 .ok_or_else(|| RegistryError::UnknownProvider {
                     provider: p.to_string(),
                 }),
         }
     }
 
+    /// The models a pattern is matched against: those of `provider` when one is given (pi
+    /// restricts the search to it, so the other providers' blocks need not be parsed), else all.
+    fn pattern_models(&self, provider: Option<&str>) -> Vec<&Model> {
+        match provider {
+            Some(p) => self.provider_models(p).iter().collect(),
+            None => self.all(),
+        }
+    }
+
     fn ambiguous(
         &self,
+        models: &[&Model],
         pattern: &str,
         candidates: &[usize],
         usable_count: usize,
         inline_api_key: bool,
     ) -> RegistryError {
-        let mut matches: Vec<String> = candidates.iter().map(|&i| self.models[i].key()).collect();
+        let mut matches: Vec<String> = candidates.iter().map(|&i| models[i].key()).collect();
         matches.sort_by(|a, b| locale_cmp(a, b));
         let hint = if inline_api_key {
             "--api-key does not choose a provider."
@@ -174,7 +186,8 @@ impl ModelRegistry {
         patterns: &[String],
         warnings: &mut Vec<String>,
     ) -> Vec<(Model, Option<ThinkingLevel>)> {
-        let models = self.available();
+        let available = self.available();
+        let models: Vec<&Model> = available.iter().collect();
         let always = |_: &str| true;
         let mut out: Vec<(Model, Option<ThinkingLevel>)> = Vec::new();
         let mut seen: HashSet<(String, String)> = HashSet::new();
@@ -308,7 +321,11 @@ fn split_thinking_suffix(text: &str) -> Option<(&str, ThinkingLevel)> {
 
 /// Splits `provider/rest` where `provider` is a known provider id (longest match first; ids
 /// may contain `/`). Returns the provider as spelled in the registry and the trimmed rest.
-fn split_provider_prefix(text: &str, models: &[Model], pool: &[usize]) -> Option<(String, String)> {
+fn split_provider_prefix(
+    text: &str,
+    models: &[&Model],
+    pool: &[usize],
+) -> Option<(String, String)> {
     let lower = text.to_ascii_lowercase();
     let mut best: Option<(String, String)> = None;
     for &i in pool {
@@ -342,7 +359,7 @@ fn resolve_reference(
     constraint: Option<&str>,
     mode: SuffixMode,
     fuzzy: bool,
-    models: &[Model],
+    models: &[&Model],
     usable: &dyn Fn(&str) -> bool,
 ) -> Resolution {
     let text = text.trim();
@@ -398,7 +415,7 @@ fn resolve_text(
     text: &str,
     mode: SuffixMode,
     fuzzy: bool,
-    models: &[Model],
+    models: &[&Model],
     pool: &[usize],
     usable: &dyn Fn(&str) -> bool,
 ) -> Resolution {
@@ -443,7 +460,7 @@ fn resolve_text(
     inner
 }
 
-fn distinct_providers(models: &[Model], idx: &[usize]) -> usize {
+fn distinct_providers(models: &[&Model], idx: &[usize]) -> usize {
     idx.iter()
         .map(|&i| models[i].provider.as_str())
         .collect::<HashSet<_>>()
@@ -453,7 +470,7 @@ fn distinct_providers(models: &[Model], idx: &[usize]) -> usize {
 /// pi's `selectReference`: exact ids and `provider/id`.
 fn select_reference(
     text: &str,
-    models: &[Model],
+    models: &[&Model],
     pool: &[usize],
     fuzzy: bool,
     usable: &dyn Fn(&str) -> bool,
@@ -524,7 +541,7 @@ fn select_reference(
     })
 }
 
-fn fuzzy_matches(text: &str, models: &[Model], pool: &[usize]) -> Vec<usize> {
+fn fuzzy_matches(text: &str, models: &[&Model], pool: &[usize]) -> Vec<usize> {
     let lower = text.to_lowercase();
     pool.iter()
         .copied()
@@ -537,7 +554,7 @@ fn fuzzy_matches(text: &str, models: &[Model], pool: &[usize]) -> Vec<usize> {
 
 fn select_fuzzy(
     matches: &[usize],
-    models: &[Model],
+    models: &[&Model],
     usable: &dyn Fn(&str) -> bool,
 ) -> Option<Status> {
     if matches.is_empty() {
@@ -579,7 +596,7 @@ fn select_fuzzy(
 
 /// Prefer aliases (`claude-sonnet-4-5`) over dated versions (`claude-sonnet-4-5-20250929`),
 /// then the id that sorts last (the latest); ties keep registry order.
-fn best_fuzzy_match(matches: &[usize], models: &[Model]) -> Option<usize> {
+fn best_fuzzy_match(matches: &[usize], models: &[&Model]) -> Option<usize> {
     let aliases: Vec<usize> = matches
         .iter()
         .copied()
@@ -725,16 +742,32 @@ mod tests {
         );
         // Fuzzy on the name.
         assert_eq!(id("Mock Mod"), Ok(("mock/mock-model".into(), None)));
-        // Fuzzy: aliases over dated ids, then the latest id.
+        // Fuzzy: aliases over dated ids, then the id that sorts last, whatever its provider.
         assert_eq!(
             id("sonnet:high"),
+            Ok((
+                "amazon-bedrock/us.anthropic.claude-sonnet-5-5".into(),
+                Some(ThinkingLevel::High)
+            ))
+        );
+        assert_eq!(
+            id("anthropic/sonnet:high"),
             Ok((
                 "anthropic/claude-sonnet-5-5".into(),
                 Some(ThinkingLevel::High)
             ))
         );
+        // As pi 1.6.0 answers (checked with its `--model sonnet-4-5`): Bedrock's `…-v1:0` id
+        // is not a dated one, so it counts as an alias and sorts last.
         assert_eq!(
             id("sonnet-4-5"),
+            Ok((
+                "amazon-bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0".into(),
+                None
+            ))
+        );
+        assert_eq!(
+            id("anthropic/sonnet-4-5"),
             Ok(("anthropic/claude-sonnet-4-5".into(), None))
         );
         assert_eq!(
@@ -821,7 +854,7 @@ mod tests {
                 AuthStore::empty().with_env(fake_env(&[])),
                 &mut diags,
             );
-            reg.models.clear();
+            reg.slots.clear();
             (reg, diags)
         };
         assert_eq!(
