@@ -233,7 +233,7 @@ impl ModelRegistry {
                     warnings.push(format!("Warning: No models match pattern \"{pattern}\""));
                 }
                 for i in matches {
-                    add(&models[i], level, &mut out);
+                    add(models[i], level, &mut out);
                 }
                 continue;
             }
@@ -253,7 +253,7 @@ impl ModelRegistry {
                 }
             };
             for i in matches {
-                add(&models[i], res.level, &mut out);
+                add(models[i], res.level, &mut out);
             }
         }
         out
