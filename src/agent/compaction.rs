@@ -101,7 +101,7 @@ fn execute(
     if let Some(c) = from_extension {
         return record(rt, reason, c, true, cancel);
     }
-    let (model, mut options, retry, registry) = {
+    let (mut model, mut options, retry, registry) = {
         let s = rt.state.lock();
         if !s.registry.has_credentials(&s.model.provider) {
             return Err(Failure::Failed(format!(
@@ -138,6 +138,9 @@ fn execute(
         .map_err(|e| Failure::Failed(e.to_string()))?;
     options.api_key = auth.api_key;
     options.headers = auth.headers;
+    if let Some(url) = auth.base_url {
+        model.base_url = url;
+    }
     let on_event = |e: RetryEvent| {
         let event = match e {
             RetryEvent::Scheduled {

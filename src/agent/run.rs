@@ -584,7 +584,7 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
     } else {
         None
     };
-    let (model, ctx, mut opts, registry) = {
+    let (mut model, ctx, mut opts, registry) = {
         let s = rt.state.lock();
         let (ctx, opts) = s.llm_request_with(replaced);
         (
@@ -599,6 +599,9 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
         Ok(auth) => {
             opts.api_key = auth.api_key;
             opts.headers = auth.headers;
+            if let Some(url) = auth.base_url {
+                model.base_url = url;
+            }
         }
         Err(e) => eprintln!("pi-rpc: {e}"),
     }

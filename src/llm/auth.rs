@@ -103,44 +103,8 @@ impl Credential {
     }
 }
 
-/// Environment variables consulted for a provider, in priority order (pi-ai `getApiKeyEnvVars`;
-/// `ANTHROPIC_AUTH_TOKEN` comes first for anthropic, as in pi).
-pub fn env_vars_for(provider: &str) -> &'static [&'static str] {
-    match provider {
-        "anthropic" => &[
-            "ANTHROPIC_AUTH_TOKEN",
-            "ANTHROPIC_OAUTH_TOKEN",
-            "ANTHROPIC_API_KEY",
-        ],
-        "openai" => &["OPENAI_API_KEY"],
-        "google" => &["GEMINI_API_KEY"],
-        "google-vertex" => &["GOOGLE_CLOUD_API_KEY"],
-        "azure" | "azure-openai-responses" => &["AZURE_OPENAI_API_KEY"],
-        "github-copilot" => &["COPILOT_GITHUB_TOKEN"],
-        "groq" => &["GROQ_API_KEY"],
-        "cerebras" => &["CEREBRAS_API_KEY"],
-        "xai" => &["XAI_API_KEY"],
-        "openrouter" => &["OPENROUTER_API_KEY"],
-        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
-        "zai" => &["ZAI_API_KEY"],
-        "zai-coding-cn" => &["ZAI_CODING_CN_API_KEY"],
-        "mistral" => &["MISTRAL_API_KEY"],
-        "minimax" => &["MINIMAX_API_KEY"],
-        "minimax-cn" => &["MINIMAX_CN_API_KEY"],
-        "moonshotai" | "moonshotai-cn" => &["MOONSHOT_API_KEY"],
-        "huggingface" => &["HF_TOKEN"],
-        "fireworks" => &["FIREWORKS_API_KEY"],
-        "together" => &["TOGETHER_API_KEY"],
-        "baseten" => &["BASETEN_API_KEY"],
-        "deepseek" => &["DEEPSEEK_API_KEY"],
-        "nvidia" => &["NVIDIA_API_KEY"],
-        "opencode" | "opencode-go" => &["OPENCODE_API_KEY"],
-        "kimi-coding" => &["KIMI_API_KEY"],
-        "cloudflare" | "cloudflare-workers-ai" | "cloudflare-ai-gateway" => &["CLOUDFLARE_API_KEY"],
-        "amazon-bedrock" => &["AWS_BEARER_TOKEN_BEDROCK"],
-        _ => &[],
-    }
-}
+mod providers;
+pub use self::providers::env_vars_for;
 
 // ---------------------------------------------------------------------------------------------
 // Config values: literal, $VAR / ${VAR}, !command
@@ -525,17 +489,47 @@ impl AuthStore {
             Some(AuthEntry::OAuth { access, expires_ms }) => self.oauth_valid(access, *expires_ms),
             _ => false,
         };
-        if from_file {
-            return true;
+        let keyed = from_file
+            || self
+                .config_keys
+                .get(provider)
+                .is_some_and(|key| config_value_present(key, &self.env, None))
+            || env_vars_for(provider)
+                .iter()
+                .any(|v| lookup(v, &self.env, None).is_some());
+        if keyed {
+            return self.settings_present(provider);
         }
-        if let Some(key) = self.config_keys.get(provider) {
-            if config_value_present(key, &self.env, None) {
-                return true;
-            }
+        let stored_env = self.stored_env(provider);
+        providers::ambient_available(provider, &|n| lookup(n, &self.env, stored_env))
+    }
+
+    /// The `env` values of the provider's stored `api_key` entry (they override the process
+    /// environment for that provider only).
+    fn stored_env(&self, provider: &str) -> Option<&Map<String, Value>> {
+        match self.entries.get(provider) {
+            Some(AuthEntry::ApiKey { env, .. }) => env.as_ref(),
+            _ => None,
         }
-        env_vars_for(provider)
+    }
+
+    /// Whether the settings the provider needs besides its key (Cloudflare's account and
+    /// gateway ids) are all set, in the stored credential's `env` or the environment.
+    pub fn settings_present(&self, provider: &str) -> bool {
+        let stored_env = self.stored_env(provider);
+        providers::required_settings(provider)
             .iter()
-            .any(|v| lookup(v, &self.env, None).is_some())
+            .all(|n| lookup(n, &self.env, stored_env).is_some())
+    }
+
+    /// The base URL with its `{NAME}` placeholders filled from the provider's stored `env`
+    /// and the environment (Cloudflare's ids).
+    pub fn fill_base_url(&self, provider: &str, base_url: &str) -> String {
+        if !base_url.contains('{') {
+            return base_url.to_string();
+        }
+        let stored_env = self.stored_env(provider);
+        providers::fill_placeholders(base_url, &|n| lookup(n, &self.env, stored_env))
     }
 
     /// The provider's API key, resolving `$VAR` and running `!command` as needed. `Ok(None)`

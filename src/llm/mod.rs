@@ -35,6 +35,7 @@ pub(crate) mod openai_responses;
 #[cfg(test)]
 mod prop_tests;
 pub(crate) mod request;
+pub(crate) mod specials;
 pub mod sse;
 pub mod stream;
 pub(crate) mod strict_schema;

@@ -9,7 +9,7 @@ use super::drive::{drive, effective_thinking_level};
 use super::model::Model;
 use super::stream::{AbortTexts, Failure, StreamUpdate, StreamedMessage};
 use super::types::{AssistantMessage, LlmContext, StreamOptions};
-use super::{anthropic, google, openai_completions, openai_responses};
+use super::{anthropic, google, openai_completions, openai_responses, specials};
 use crate::cancel::CancelToken;
 
 /// Streams one assistant response from `model`. Never panics; the returned message is final
@@ -24,6 +24,7 @@ pub fn stream_assistant(
     on_event: &mut dyn FnMut(StreamUpdate<'_>),
 ) -> AssistantMessage {
     let started = Instant::now();
+    let opts = &*specials::apply(model, ctx, opts);
     let mut msg = match model.api.as_str() {
         "anthropic-messages" => drive::<anthropic::StreamState>(model, ctx, opts, cancel, on_event),
         "openai-completions" => {

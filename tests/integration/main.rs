@@ -32,6 +32,7 @@ mod pi_acp;
 mod print_modes;
 mod properties;
 mod properties_more;
+mod providers;
 mod regression;
 mod rpc_bash;
 mod run_abort;

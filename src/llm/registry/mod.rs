@@ -144,6 +144,9 @@ pub struct RequestAuth {
     /// Headers to add to the request, in order (provider headers, `Authorization` for
     /// `authHeader`, then model headers, which replace same-named ones case-insensitively).
     pub headers: Vec<(String, String)>,
+    /// The model's base URL with its `{NAME}` placeholders filled (Cloudflare's account and
+    /// gateway ids), when it has any.
+    pub base_url: Option<String>,
 }
 
 /// A model chosen by `--model` (see [`ModelRegistry::resolve_cli_model`]).
@@ -427,16 +430,27 @@ impl ModelRegistry {
     pub fn request_auth(&self, model: &Model) -> Result<RequestAuth, AuthError> {
         let provider = model.provider.as_str();
         let cfg = self.provider_config(provider);
-        let credential = self.auth.credential(provider)?;
+        // A provider that needs settings besides its key (Cloudflare's ids) is not usable
+        // without them.
+        let credential = self
+            .auth
+            .credential(provider)?
+            .filter(|_| self.auth.settings_present(provider));
         let env = self.auth.env();
         let mut out = RequestAuth::default();
         let mut headers: Vec<(String, String)> = Vec::new();
         if let Some(c) = credential {
             if c.is_bearer_token() {
                 headers.push(("Authorization".into(), format!("Bearer {}", c.key)));
+            } else if provider == "cloudflare-ai-gateway" {
+                // The gateway's own header; the API's key header is not sent.
+                headers.push(("cf-aig-authorization".into(), format!("Bearer {}", c.key)));
             } else {
                 out.api_key = Some(c.key);
             }
+        }
+        if model.base_url.contains('{') {
+            out.base_url = Some(self.auth.fill_base_url(provider, &model.base_url));
         }
         if let Some(h) = cfg.and_then(|c| c.headers.as_ref()) {
             for (name, value) in h {
