@@ -75,6 +75,7 @@ fn context() -> LlmContext {
         messages: vec![LlmMessage::User {
             content: vec![ContentBlock::text("Stream a long reply.")],
             timestamp: 1,
+            as_string: false,
         }],
         tools: Vec::new(),
     }

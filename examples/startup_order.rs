@@ -41,6 +41,13 @@ const SCENARIOS: &[Scenario] = &[
         models_json: None,
         commands: &[r#"{"id":"1","type":"get_state"}"#],
     },
+    // A built-in provider with a key: its catalog block is parsed at start-up.
+    Scenario {
+        name: "catalog-provider",
+        args: &[],
+        models_json: Some(r#"{"providers":{"anthropic":{"apiKey":"k"}}}"#),
+        commands: &[r#"{"id":"1","type":"get_state"}"#],
+    },
     // What a client usually asks next; placed after the start-up code.
     Scenario {
         name: "first-commands",

@@ -196,6 +196,7 @@ impl Summarizer<'_> {
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text(prompt.to_string())],
                 timestamp: now_ms(),
+                as_string: false,
             }],
             tools: Vec::new(),
         };

@@ -335,6 +335,7 @@ mod tests {
             LlmMessage::User {
                 content: vec![text("a"), img(), img(), text("b"), img()],
                 timestamp: 1,
+                as_string: false,
             },
             LlmMessage::ToolResult {
                 tool_call_id: "c".into(),
@@ -351,6 +352,7 @@ mod tests {
                 LlmMessage::User {
                     content: vec![text("a"), note.clone(), text("b"), note.clone()],
                     timestamp: 1,
+                    as_string: false,
                 },
                 LlmMessage::ToolResult {
                     tool_call_id: "c".into(),

@@ -65,6 +65,7 @@ fn user_text(text: String, ts: u64) -> LlmMessage {
     LlmMessage::User {
         content: vec![ContentBlock::text(text)],
         timestamp: ts,
+        as_string: false,
     }
 }
 
@@ -84,6 +85,9 @@ fn convert_one(v: &Value) -> Option<LlmMessage> {
         Role::User => Some(LlmMessage::User {
             content: user_blocks(m.get("content")),
             timestamp: ts,
+            // A transcript written with a plain string (older pi sessions) is sent back as
+            // one: Chat Completions and Anthropic requests carry a string, not a text part.
+            as_string: m.get("content").is_some_and(Value::is_string),
         }),
         Role::Assistant => AssistantMessage::from_value(v).map(LlmMessage::Assistant),
         Role::ToolResult => Some(LlmMessage::ToolResult {
@@ -101,6 +105,7 @@ fn convert_one(v: &Value) -> Option<LlmMessage> {
         Role::Custom => Some(LlmMessage::User {
             content: user_blocks(m.get("content")),
             timestamp: ts,
+            as_string: false,
         }),
         Role::CompactionSummary => {
             let summary = str_field(m, "summary").unwrap_or_default();
@@ -291,14 +296,22 @@ pub fn transform_messages(messages: Vec<LlmMessage>, model: &Model) -> Vec<LlmMe
 
     for msg in messages {
         match msg {
-            LlmMessage::User { content, timestamp } => {
+            LlmMessage::User {
+                content,
+                timestamp,
+                as_string,
+            } => {
                 close_pending(&mut result, &mut pending, &mut answered);
                 let content = if images_ok {
                     content
                 } else {
                     replace_images(content, NON_VISION_USER_IMAGE_PLACEHOLDER)
                 };
-                result.push(LlmMessage::User { content, timestamp });
+                result.push(LlmMessage::User {
+                    content,
+                    timestamp,
+                    as_string,
+                });
             }
             LlmMessage::ToolResult {
                 tool_call_id,
@@ -448,10 +461,12 @@ mod tests {
         }
     }
 
+    /// A user message whose transcript content was a plain string.
     fn user(text: &str, timestamp: u64) -> LlmMessage {
         LlmMessage::User {
             content: vec![ContentBlock::text(text)],
             timestamp,
+            as_string: true,
         }
     }
 
@@ -618,7 +633,8 @@ mod tests {
                     ContentBlock::text("look"),
                     ContentBlock::text("(image omitted: model does not support images)")
                 ],
-                timestamp: 1
+                timestamp: 1,
+                as_string: false,
             }
         );
         match &conv[1] {

@@ -1069,6 +1069,7 @@ fn check_api(api: Api, seed: u64, cases: usize, skip: Skip) -> Result<Tally, Str
         messages: vec![LlmMessage::User {
             content: vec![ContentBlock::text("hi")],
             timestamp: 1,
+            as_string: false,
         }],
         tools: Vec::new(),
     };

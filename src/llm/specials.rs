@@ -89,6 +89,7 @@ mod tests {
         LlmMessage::User {
             content,
             timestamp: 1,
+            as_string: false,
         }
     }
 

@@ -373,6 +373,7 @@ mod tests {
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("x".repeat(chars))],
                 timestamp: 1,
+                as_string: false,
             }],
             tools: vec![],
         }
@@ -428,11 +429,13 @@ mod tests {
                 LlmMessage::User {
                     content: vec![ContentBlock::text("hi")],
                     timestamp: 1,
+                    as_string: false,
                 },
                 LlmMessage::Assistant(a.clone()),
                 LlmMessage::User {
                     content: vec![ContentBlock::text("x".repeat(35))],
                     timestamp: 6,
+                    as_string: false,
                 },
             ],
             tools: vec![ToolSpec {

@@ -531,6 +531,9 @@ pub enum LlmMessage {
     User {
         content: Vec<ContentBlock>,
         timestamp: u64,
+        /// The transcript stored the content as a plain string (then `content` is one text
+        /// block); pi sends such a message's content as a string where the API allows it.
+        as_string: bool,
     },
     Assistant(AssistantMessage),
     ToolResult {

@@ -72,6 +72,7 @@ fn ask(model: &Model, opts: &StreamOptions) {
         messages: vec![LlmMessage::User {
             content: vec![ContentBlock::text("Say hello.")],
             timestamp: pi_rpc::util::now_ms(),
+            as_string: false,
         }],
         tools: Vec::new(),
     };

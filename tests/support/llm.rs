@@ -36,6 +36,7 @@ pub fn user(text: &str) -> LlmMessage {
     LlmMessage::User {
         content: vec![ContentBlock::text(text)],
         timestamp: 1,
+        as_string: false,
     }
 }
 
@@ -60,6 +61,7 @@ pub fn user_with_png(text: &str) -> LlmMessage {
             },
         ],
         timestamp: 3,
+        as_string: false,
     }
 }
 

@@ -187,6 +187,23 @@ fn convert_messages(
     let mut i = 0;
     while i < messages.len() {
         match &messages[i] {
+            LlmMessage::User {
+                content,
+                as_string: true,
+                ..
+            } => {
+                // Stored as a plain string: sent as one, unless blank (pi's convertMessages).
+                let text: String = content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text, .. } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                if !text.trim().is_empty() {
+                    out.push(json!({"role": "user", "content": text}));
+                }
+            }
             LlmMessage::User { content, .. } => {
                 let blocks: Vec<Value> = content
                     .iter()
@@ -695,6 +712,35 @@ mod tests {
         assert_eq!(req.body, reqs[1]["body"]);
     }
 
+    /// Regression: a plain-string user message (a session written by pi) is sent as a string;
+    /// as the last message it becomes one cached text block, as pi does.
+    #[test]
+    fn string_user_content_goes_out_as_a_string() {
+        let user = |text: &str| LlmMessage::User {
+            content: vec![ContentBlock::text(text)],
+            timestamp: 1,
+            as_string: true,
+        };
+        let ctx = LlmContext {
+            system_prompt: String::new(),
+            messages: vec![user("first"), user("   "), user("second")],
+            tools: vec![],
+        };
+        let mut o = opts();
+        o.cache_retention = CacheRetention::None;
+        let r = build_request(&mock_sonnet(), &ctx, &o).unwrap();
+        assert_eq!(
+            r.body["messages"],
+            json!([{"role":"user","content":"first"},{"role":"user","content":"second"}])
+        );
+        o.cache_retention = CacheRetention::Short;
+        let r = build_request(&mock_sonnet(), &ctx, &o).unwrap();
+        assert_eq!(
+            r.body["messages"][1],
+            json!({"role":"user","content":[{"type":"text","text":"second","cache_control":{"type":"ephemeral"}}]})
+        );
+    }
+
     #[test]
     fn thinking_variants() {
         let model = mock_sonnet();
@@ -703,6 +749,7 @@ mod tests {
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("hi")],
                 timestamp: 1,
+                as_string: false,
             }],
             tools: vec![],
         };
@@ -764,6 +811,7 @@ mod tests {
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("hi")],
                 timestamp: 1,
+                as_string: false,
             }],
             tools: vec![ToolSpec {
                 name: "bash".into(),
@@ -900,6 +948,7 @@ mod tests {
                         },
                     ],
                     timestamp: 1,
+                    as_string: false,
                 },
                 LlmMessage::Assistant(other),
                 LlmMessage::ToolResult {

@@ -758,6 +758,7 @@ mod tests {
                         },
                     ],
                     timestamp: 1,
+                    as_string: false,
                 },
                 LlmMessage::Assistant(a1),
                 LlmMessage::ToolResult {
@@ -785,6 +786,7 @@ mod tests {
                 LlmMessage::User {
                     content: vec![ContentBlock::text("next")],
                     timestamp: 9,
+                    as_string: false,
                 },
             ],
             tools: Vec::new(),

@@ -114,6 +114,16 @@ fn convert_messages(
             out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
         }
         match msg {
+            LlmMessage::User {
+                content,
+                as_string: true,
+                ..
+            } => {
+                // Stored as a plain string: sent as one, empty or not (pi's convertMessages).
+                let text: String = text_blocks(content).collect();
+                last_was_tool_result = false;
+                out.push(json!({"role": "user", "content": text}));
+            }
             LlmMessage::User { content, .. } => {
                 let parts: Vec<Value> = content
                     .iter()
@@ -698,9 +708,33 @@ mod tests {
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("hi")],
                 timestamp: 1,
+                as_string: false,
             }],
             tools: vec![],
         }
+    }
+
+    /// Regression: a session written by pi with a plain-string user message went out as a
+    /// one-part array; pi sends the string.
+    #[test]
+    fn string_user_content_goes_out_as_a_string() {
+        let convert = |json: serde_json::Value| {
+            let msgs = vec![json];
+            build_llm_context(&msgs, &mock_gpt())
+        };
+        let ctx = convert(json!({"role":"user","content":"old prompt","timestamp":1}));
+        let r = build_request(&mock_gpt(), &ctx, &opts()).unwrap();
+        assert_eq!(
+            r.body["messages"][0],
+            json!({"role":"user","content":"old prompt"})
+        );
+        let ctx =
+            convert(json!({"role":"user","content":[{"type":"text","text":"new"}],"timestamp":1}));
+        let r = build_request(&mock_gpt(), &ctx, &opts()).unwrap();
+        assert_eq!(
+            r.body["messages"][0],
+            json!({"role":"user","content":[{"type":"text","text":"new"}]})
+        );
     }
 
     #[test]
@@ -777,6 +811,7 @@ mod tests {
                 LlmMessage::User {
                     content: vec![ContentBlock::text("q")],
                     timestamp: 1,
+                    as_string: false,
                 },
                 LlmMessage::Assistant(a),
                 LlmMessage::Assistant(call),
@@ -789,6 +824,7 @@ mod tests {
                 LlmMessage::User {
                     content: vec![ContentBlock::text("next")],
                     timestamp: 4,
+                    as_string: false,
                 },
             ],
             tools: vec![],

@@ -269,6 +269,7 @@ mod tests {
         LlmMessage::User {
             content: vec![ContentBlock::text(text)],
             timestamp: 1,
+            as_string: false,
         }
     }
 

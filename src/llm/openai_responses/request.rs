@@ -864,6 +864,7 @@ mod tests {
                 },
             ],
             timestamp: 1,
+            as_string: false,
         }]);
         assert_eq!(
             convert_input(&vision, &c)[1],

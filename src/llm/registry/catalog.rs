@@ -1,12 +1,11 @@
 //! The built-in catalog: pi's 43 providers and their chat models, generated from pi's npm
 //! package by `catalog/generate.mjs` into `catalog/catalog.jsonl` (the layout is described
-//! there). Start-up parses only the index line (~5 KB); a provider's models are parsed the
-//! first time that provider is needed, and the shared tables (costs, compat, thinking maps,
-//! input limits, …) the first time any provider is.
-
-use std::sync::OnceLock;
+//! there). Start-up parses only the index line (~8 KB); a provider's line, found by its byte
+//! offset, is parsed the first time that provider is needed, so no other part of the text is
+//! even paged in.
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::super::model::{Model, ModelCost};
@@ -31,19 +30,81 @@ pub(super) struct IndexEntry {
     /// `[api, baseUrl]` pairs in the order the provider's models first use them.
     pub(super) apis: Vec<(String, String)>,
     pub(super) count: usize,
+    /// The provider's line: byte offset from the start of line 2, and length.
+    pub(super) at: (usize, usize),
 }
 
-/// Line 2: values shared between models, referenced by index from the rows.
-#[derive(Debug, Default, Deserialize)]
+/// The values a provider's models share, referenced by index from its rows. Kept as raw JSON
+/// slices of the compiled-in text: an entry is parsed when the first model using it is built.
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Shared {
-    cost: Vec<ModelCost>,
-    compat: Vec<Map<String, Value>>,
-    thinking_level_map: Vec<Map<String, Value>>,
-    input_limits: Vec<Value>,
-    headers: Vec<Map<String, Value>>,
-    prompt_cache: Vec<Value>,
-    input: Vec<Vec<String>>,
+struct Shared<'a> {
+    #[serde(borrow)]
+    cost: Vec<&'a RawValue>,
+    #[serde(borrow)]
+    compat: Vec<&'a RawValue>,
+    #[serde(borrow)]
+    thinking_level_map: Vec<&'a RawValue>,
+    #[serde(borrow)]
+    input_limits: Vec<&'a RawValue>,
+    #[serde(borrow)]
+    headers: Vec<&'a RawValue>,
+    #[serde(borrow)]
+    prompt_cache: Vec<&'a RawValue>,
+    #[serde(borrow)]
+    input: Vec<&'a RawValue>,
+}
+
+/// A provider's line.
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(borrow)]
+    tables: Shared<'a>,
+    #[serde(borrow)]
+    models: Vec<Row<'a>>,
+}
+
+/// Parses shared-table entries, each at most once per provider block.
+struct Tables<'s> {
+    shared: &'s Shared<'s>,
+    parsed: std::collections::HashMap<(u8, usize), Value>,
+}
+
+impl Tables<'_> {
+    fn get(&mut self, table: u8, i: usize) -> Result<Value, String> {
+        if let Some(v) = self.parsed.get(&(table, i)) {
+            return Ok(v.clone());
+        }
+        let list = match table {
+            0 => &self.shared.cost,
+            1 => &self.shared.compat,
+            2 => &self.shared.thinking_level_map,
+            3 => &self.shared.input_limits,
+            4 => &self.shared.headers,
+            5 => &self.shared.prompt_cache,
+            _ => &self.shared.input,
+        };
+        let raw = list.get(i).ok_or("index out of range")?;
+        let v: Value = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        self.parsed.insert((table, i), v.clone());
+        Ok(v)
+    }
+
+    fn typed<T: serde::de::DeserializeOwned>(&mut self, table: u8, i: usize) -> Result<T, String> {
+        serde_json::from_value(self.get(table, i)?).map_err(|e| e.to_string())
+    }
+
+    fn opt_map(
+        &mut self,
+        table: u8,
+        i: Option<usize>,
+    ) -> Result<Option<Map<String, Value>>, String> {
+        i.map(|i| self.typed(table, i)).transpose()
+    }
+
+    fn opt_value(&mut self, table: u8, i: Option<usize>) -> Result<Option<Value>, String> {
+        i.map(|i| self.get(table, i)).transpose()
+    }
 }
 
 /// One model of a provider line (see generate.mjs for the keys).
@@ -84,36 +145,29 @@ pub(super) fn index() -> Result<CatalogIndex, String> {
     serde_json::from_str(line).map_err(|e| format!("index: {e}"))
 }
 
-fn shared() -> Result<&'static Shared, String> {
-    static SHARED: OnceLock<Result<Shared, String>> = OnceLock::new();
-    SHARED
-        .get_or_init(|| {
-            let line = CATALOG.lines().nth(1).unwrap_or_default();
-            serde_json::from_str(line).map_err(|e| format!("shared tables: {e}"))
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
-
-/// The models of the `n`-th provider of the index, in catalog order.
-pub(super) fn models(n: usize, entry: &IndexEntry) -> Result<Vec<Model>, String> {
-    let shared = shared()?;
-    let line = CATALOG
-        .lines()
-        .nth(n + 2)
-        .ok_or_else(|| format!("{}: no model line", entry.id))?;
-    let rows: Vec<Row> = serde_json::from_str(line).map_err(|e| format!("{}: {e}", entry.id))?;
-    let bad = |what: &str, model: &str| format!("{}/{model}: bad {what} reference", entry.id);
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
+/// The models of a provider of the index, in catalog order.
+pub(super) fn models(entry: &IndexEntry) -> Result<Vec<Model>, String> {
+    let body = CATALOG
+        .find('\n')
+        .map(|i| &CATALOG[i + 1..])
+        .unwrap_or_default();
+    let (offset, len) = entry.at;
+    let line = body
+        .get(offset..offset.saturating_add(len))
+        .ok_or_else(|| format!("{}: model line out of range", entry.id))?;
+    let block: Block = serde_json::from_str(line).map_err(|e| format!("{}: {e}", entry.id))?;
+    let mut tables = Tables {
+        shared: &block.tables,
+        parsed: std::collections::HashMap::new(),
+    };
+    let mut out = Vec::with_capacity(block.models.len());
+    for row in &block.models {
         let id = row.id.as_ref();
-        let (api, api_base) = entry.apis.get(row.a).ok_or_else(|| bad("api", id))?;
-        fn pick<T: Clone>(table: &[T], i: Option<usize>) -> Result<Option<T>, ()> {
-            match i {
-                None => Ok(None),
-                Some(i) => table.get(i).cloned().map(Some).ok_or(()),
-            }
-        }
+        let bad = |what: &str, e: String| format!("{}/{id}: bad {what} ({e})", entry.id);
+        let (api, api_base) = entry
+            .apis
+            .get(row.a)
+            .ok_or_else(|| bad("api", "index out of range".into()))?;
         out.push(Model {
             id: id.to_string(),
             name: row.name.as_deref().unwrap_or(id).to_string(),
@@ -121,27 +175,26 @@ pub(super) fn models(n: usize, entry: &IndexEntry) -> Result<Vec<Model>, String>
             provider: entry.id.clone(),
             base_url: row.u.as_deref().unwrap_or(api_base).to_string(),
             reasoning: row.r,
-            thinking_level_map: pick(&shared.thinking_level_map, row.t)
-                .map_err(|()| bad("thinkingLevelMap", id))?,
-            input: shared
-                .input
-                .get(row.i)
-                .cloned()
-                .ok_or_else(|| bad("input", id))?,
-            input_limits: pick(&shared.input_limits, row.l).map_err(|()| bad("inputLimits", id))?,
-            cost: shared
-                .cost
-                .get(row.c)
-                .cloned()
-                .ok_or_else(|| bad("cost", id))?,
-            prompt_cache: pick(&shared.prompt_cache, row.p).map_err(|()| bad("promptCache", id))?,
+            thinking_level_map: tables
+                .opt_map(2, row.t)
+                .map_err(|e| bad("thinkingLevelMap", e))?,
+            input: tables.typed(6, row.i).map_err(|e| bad("input", e))?,
+            input_limits: tables
+                .opt_value(3, row.l)
+                .map_err(|e| bad("inputLimits", e))?,
+            cost: tables
+                .typed::<ModelCost>(0, row.c)
+                .map_err(|e| bad("cost", e))?,
+            prompt_cache: tables
+                .opt_value(5, row.p)
+                .map_err(|e| bad("promptCache", e))?,
             context_window: row.w,
             max_tokens: row.m,
             sampling_params: None,
             sampling_params_by_thinking_level: None,
-            headers: pick(&shared.headers, row.h).map_err(|()| bad("headers", id))?,
-            compat: pick(&shared.compat, row.x).map_err(|()| bad("compat", id))?,
-            extra: row.e,
+            headers: tables.opt_map(4, row.h).map_err(|e| bad("headers", e))?,
+            compat: tables.opt_map(1, row.x).map_err(|e| bad("compat", e))?,
+            extra: row.e.clone(),
             kind: Some("chat".to_string()),
             catalog_layout: true,
         });
@@ -161,25 +214,21 @@ mod tests {
         assert_eq!(head["version"], "1.6.0");
         assert_eq!(index.providers.len(), 43);
         let mut total = 0;
-        for (n, entry) in index.providers.iter().enumerate() {
-            let models = models(n, entry).unwrap();
+        for entry in &index.providers {
+            let models = models(entry).unwrap();
             assert_eq!(models.len(), entry.count, "{}", entry.id);
             assert!(models.iter().all(|m| m.provider == entry.id));
             total += models.len();
         }
         assert_eq!(total, 1698);
-        assert_eq!(CATALOG.lines().count(), index.providers.len() + 2);
+        assert_eq!(CATALOG.lines().count(), index.providers.len() + 1);
     }
 
     #[test]
     fn rows_expand_to_pi_model_objects() {
         let index = index().unwrap();
-        let n = index
-            .providers
-            .iter()
-            .position(|p| p.id == "deepseek")
-            .unwrap();
-        let models = models(n, &index.providers[n]).unwrap();
+        let deepseek = index.providers.iter().find(|p| p.id == "deepseek").unwrap();
+        let models = models(deepseek).unwrap();
         let flash = models.iter().find(|m| m.id == "deepseek-flash").unwrap();
         let json = serde_json::to_value(flash).unwrap();
         assert_eq!(

@@ -164,7 +164,7 @@ pub struct ResolvedModel {
 /// composed when the registry is built.
 struct Slot {
     config: ProviderConfig,
-    catalog: Option<(usize, catalog::IndexEntry)>,
+    catalog: Option<catalog::IndexEntry>,
     /// Models in catalog order (built-ins), then models.json additions.
     models: OnceLock<Vec<Model>>,
     /// The number of models, known without parsing.
@@ -174,7 +174,7 @@ struct Slot {
 impl Slot {
     fn models(&self) -> &[Model] {
         self.models.get_or_init(|| match &self.catalog {
-            Some((n, entry)) => catalog::models(*n, entry).unwrap_or_else(|e| {
+            Some(entry) => catalog::models(entry).unwrap_or_else(|e| {
                 eprintln!("Warning: the built-in model catalog is damaged ({e}); provider \"{}\" has no models", entry.id);
                 Vec::new()
             }),
@@ -255,7 +255,7 @@ impl ModelRegistry {
         let empty = Map::new();
         let config = config.as_ref().unwrap_or(&empty);
 
-        for (n, entry) in index.into_iter().enumerate() {
+        for entry in index {
             let (api, api_base) = entry.apis.first().cloned().unwrap_or_default();
             let pc = ProviderConfig {
                 id: entry.id.clone(),
@@ -269,7 +269,7 @@ impl ModelRegistry {
             let lazy = |pc: ProviderConfig, entry: catalog::IndexEntry| Slot {
                 config: pc,
                 count: entry.count,
-                catalog: Some((n, entry)),
+                catalog: Some(entry),
                 models: OnceLock::new(),
             };
             let Some(overlay) = config.get(&entry.id).and_then(Value::as_object) else {
@@ -280,7 +280,7 @@ impl ModelRegistry {
                 name: entry.name.clone(),
                 base_url: pc.base_url.clone().unwrap_or_default(),
                 api: pc.api.clone().unwrap_or_default(),
-                models: catalog::models(n, &entry).unwrap_or_else(|e| {
+                models: catalog::models(&entry).unwrap_or_else(|e| {
                     diags.push(format!(
                         "Warning: the built-in model catalog is damaged ({e})"
                     ));

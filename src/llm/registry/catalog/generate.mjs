@@ -15,13 +15,16 @@
 //
 // Layout (one JSON value per line):
 //   line 1  index: {"package", "version", "generatedAt", "providers": [{"id", "name",
-//           "baseUrl"?, "apis": [[api, baseUrl], …], "count"}, …]} in pi's registration order
-//   line 2  shared tables: {"cost": […], "compat": […], "thinkingLevelMap": […],
-//           "inputLimits": […], "headers": […], "promptCache": […], "input": […]}
-//   line 3+ one line per provider of the index, in the same order: an array of model rows.
+//           "baseUrl"?, "apis": [[api, baseUrl], …], "count", "at": [offset, length]}, …]} in
+//           pi's registration order; `at` locates the provider's line, as a byte offset from the
+//           start of line 2 (so start-up reads the index and that one line, nothing else)
+//   line 2+ one line per provider of the index, in the same order:
+//           {"tables": {"cost": […], "compat": […], "thinkingLevelMap": […],
+//           "inputLimits": […], "headers": […], "promptCache": […], "input": […]},
+//           "models": [row, …]}; the tables hold the values this provider's models use.
 // A row holds `id`, `name` (absent when equal to `id`), `a` (index into the provider's `apis`,
 // absent for 0), `u` (base URL, absent when equal to that API's), `r` (reasoning, absent when
-// false), `w` (contextWindow), `m` (maxTokens), indexes into the shared tables `i` (input),
+// false), `w` (contextWindow), `m` (maxTokens), indexes into the provider's tables `i` (input),
 // `c` (cost), `t` (thinkingLevelMap), `x` (compat), `l` (inputLimits), `h` (headers),
 // `p` (promptCache), and `e`: any other field, passed through as is (radius' gateway metadata).
 import { readFileSync, writeFileSync } from "node:fs";
@@ -43,17 +46,21 @@ const KNOWN = new Set([
   "id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow",
   "maxTokens", "thinkingLevelMap", "compat", "inputLimits", "headers", "promptCache", "type",
 ]);
-const tables = { cost: [], compat: [], thinkingLevelMap: [], inputLimits: [], headers: [], promptCache: [], input: [] };
-const seen = Object.fromEntries(Object.keys(tables).map((k) => [k, new Map()]));
-function intern(table, value) {
-  const key = JSON.stringify(value);
-  let i = seen[table].get(key);
-  if (i === undefined) {
-    i = tables[table].length;
-    tables[table].push(value);
-    seen[table].set(key, i);
-  }
-  return i;
+const TABLES = ["cost", "compat", "thinkingLevelMap", "inputLimits", "headers", "promptCache", "input"];
+function newTables() {
+  const tables = Object.fromEntries(TABLES.map((k) => [k, []]));
+  const seen = Object.fromEntries(TABLES.map((k) => [k, new Map()]));
+  const intern = (table, value) => {
+    const key = JSON.stringify(value);
+    let i = seen[table].get(key);
+    if (i === undefined) {
+      i = tables[table].length;
+      tables[table].push(value);
+      seen[table].set(key, i);
+    }
+    return i;
+  };
+  return { tables, intern };
 }
 
 const index = [];
@@ -71,6 +78,7 @@ for (const provider of all.builtinProviders()) {
   entry.apis = apis;
   entry.count = models.length;
   index.push(entry);
+  const { tables, intern } = newTables();
   const rows = models.map((m) => {
     const a = apis.findIndex(([api]) => api === m.api);
     const row = { id: m.id };
@@ -91,11 +99,17 @@ for (const provider of all.builtinProviders()) {
     if (Object.keys(extra).length > 0) row.e = extra;
     return row;
   });
-  blocks.push(rows);
+  blocks.push({ tables, models: rows });
 }
 
+const lines = blocks.map((b) => JSON.stringify(b));
+let offset = 0;
+lines.forEach((line, n) => {
+  index[n].at = [offset, Buffer.byteLength(line)];
+  offset += Buffer.byteLength(line) + 1;
+});
 const head = { package: pkg.name, version: pkg.version, generatedAt: manifest.generatedAt, providers: index };
-const text = [head, tables, ...blocks].map((v) => JSON.stringify(v)).join("\n") + "\n";
+const text = [JSON.stringify(head), ...lines].join("\n") + "\n";
 const out = join(dirname(fileURLToPath(import.meta.url)), "catalog.jsonl");
 if (check) {
   let current = "";
