@@ -124,6 +124,7 @@ fn execute(
             idle_timeout: std::time::Duration::from_millis(s.settings.http_idle_timeout_ms()),
             headers: Vec::new(),
             session_id: Some(uuid::Uuid::now_v7().to_string()),
+            env: Vec::new(),
         };
         (
             s.model.clone(),
@@ -138,6 +139,7 @@ fn execute(
         .map_err(|e| Failure::Failed(e.to_string()))?;
     options.api_key = auth.api_key;
     options.headers = auth.headers;
+    options.env = auth.env;
     if let Some(url) = auth.base_url {
         model.base_url = url;
     }

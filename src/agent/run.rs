@@ -599,6 +599,7 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
         Ok(auth) => {
             opts.api_key = auth.api_key;
             opts.headers = auth.headers;
+            opts.env = auth.env;
             if let Some(url) = auth.base_url {
                 model.base_url = url;
             }
@@ -793,6 +794,7 @@ impl AgentSession {
             idle_timeout: Duration::from_millis(self.settings.http_idle_timeout_ms()),
             headers: Vec::new(),
             session_id: Some(self.session.session_id().to_string()),
+            env: Vec::new(),
         };
         (
             crate::llm::types::LlmContext {

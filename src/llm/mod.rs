@@ -4,7 +4,8 @@
 //! - [`wire::stream_assistant`]: the entry point; picks the adapter for `model.api`;
 //! - `drive`: the one request/stream/cancel loop every adapter runs (`drive::WireApi`);
 //! - one folder per wire API, each a request builder and an event state machine:
-//!   `anthropic`, `openai_completions`, `openai_responses`, `google`;
+//!   `anthropic`, `openai_completions`, `openai_responses`, `google`, `mistral`,
+//!   `azure_responses`;
 //! - [`stream`]: the adapters' shared toolkit (the streamed message, failures, token budgets);
 //!   [`sse`], `http`, `request`: the transport; `tool_args`: streamed tool-call arguments;
 //! - [`convert`]: the agent's messages as LLM messages; [`types`]: the LLM-side types;
@@ -23,6 +24,7 @@ pub use registry::ModelRegistry;
 pub(crate) use role::Role;
 pub use thinking::ThinkingLevel;
 pub(crate) mod anthropic;
+pub(crate) mod azure_responses;
 pub mod convert;
 pub(crate) mod drive;
 pub mod errors;
@@ -30,6 +32,7 @@ pub mod errors;
 mod golden;
 pub(crate) mod google;
 pub(crate) mod http;
+pub(crate) mod mistral;
 pub(crate) mod openai_completions;
 pub(crate) mod openai_responses;
 #[cfg(test)]

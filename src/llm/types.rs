@@ -592,6 +592,20 @@ pub struct StreamOptions {
     /// Extra request headers (provider and model headers, resolved), applied last.
     pub headers: Vec<(String, String)>,
     pub session_id: Option<String>,
+    /// Provider settings the wire API reads at request time, resolved from the environment
+    /// (a stored auth.json `env` first): pi's `options.env` lookups, e.g. Azure's endpoint, API
+    /// version and deployment map. Only the variables the API reads are present.
+    pub env: Vec<(String, String)>,
+}
+
+impl StreamOptions {
+    /// The value of the provider setting `name`, when set and non-empty.
+    pub fn env_value(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(n, v)| n == name && !v.is_empty())
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 impl Default for StreamOptions {
@@ -605,6 +619,7 @@ impl Default for StreamOptions {
             idle_timeout: Duration::from_secs(600),
             headers: Vec::new(),
             session_id: None,
+            env: Vec::new(),
         }
     }
 }

@@ -9,7 +9,9 @@ use super::drive::{drive, effective_thinking_level};
 use super::model::Model;
 use super::stream::{AbortTexts, Failure, StreamUpdate, StreamedMessage};
 use super::types::{AssistantMessage, LlmContext, StreamOptions};
-use super::{anthropic, google, openai_completions, openai_responses, specials};
+use super::{
+    anthropic, azure_responses, google, mistral, openai_completions, openai_responses, specials,
+};
 use crate::cancel::CancelToken;
 
 /// Streams one assistant response from `model`. Never panics; the returned message is final
@@ -34,6 +36,12 @@ pub fn stream_assistant(
             drive::<openai_responses::ResponsesStream>(model, ctx, opts, cancel, on_event)
         }
         "google-generative-ai" => drive::<google::GoogleStream>(model, ctx, opts, cancel, on_event),
+        "mistral-conversations" => {
+            drive::<mistral::MistralStream>(model, ctx, opts, cancel, on_event)
+        }
+        "azure-openai-responses" => {
+            drive::<azure_responses::AzureStream>(model, ctx, opts, cancel, on_event)
+        }
         other => {
             let out = StreamedMessage::new(model, on_event);
             out.finish(
@@ -49,6 +57,15 @@ pub fn stream_assistant(
         redact_credentials(text, opts);
     }
     msg
+}
+
+/// The provider settings (environment variables) the wire API `api` reads at request time;
+/// the registry resolves them into `StreamOptions::env`.
+pub fn request_settings(api: &str) -> &'static [&'static str] {
+    match api {
+        "azure-openai-responses" => azure_responses::SETTINGS,
+        _ => &[],
+    }
 }
 
 /// What replaces a credential in an error text.

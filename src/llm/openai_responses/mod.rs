@@ -35,7 +35,7 @@ mod request;
 use self::request::*;
 
 pub use self::events::ResponsesStream;
-pub use self::request::{build_body, endpoint, request_headers};
+pub use self::request::{build_body, endpoint, request_headers, short_hash};
 
 /// pi's `OPENAI_RESPONSES_MIN_OUTPUT_TOKENS`: the API rejects smaller `max_output_tokens`.
 const MIN_OUTPUT_TOKENS: u64 = 16;
@@ -126,11 +126,16 @@ fn stream_error_message(error: &Value) -> String {
 /// `<Provider> API error (<status>): <error object JSON>` when the body has a non-empty `error`
 /// object, else `<Provider> API error (<status>): <status> <message>`.
 pub fn http_error_message(model: &Model, status: u16, body: &str) -> String {
-    let prefix = if model.provider == "openai" {
+    let provider = if model.provider == "openai" {
         "OpenAI"
     } else {
         model.provider.as_str()
     };
+    http_error_with_prefix(&format!("{provider} API error"), status, body)
+}
+
+/// [`http_error_message`] with the prefix an adapter names (`<prefix> (<status>): …`).
+pub fn http_error_with_prefix(prefix: &str, status: u16, body: &str) -> String {
     let parsed = parse_error_body(body);
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     let raw = if parsed.is_some() { None } else { Some(body) };
@@ -141,8 +146,8 @@ pub fn http_error_message(model: &Model, status: u16, body: &str) -> String {
         .map(|b| truncate_body(b.trim()))
         .filter(|b| !b.is_empty());
     match error_body {
-        Some(b) if !message.contains(&b) => format!("{prefix} API error ({status}): {b}"),
-        _ => format!("{prefix} API error ({status}): {message}"),
+        Some(b) if !message.contains(&b) => format!("{prefix} ({status}): {b}"),
+        _ => format!("{prefix} ({status}): {message}"),
     }
 }
 

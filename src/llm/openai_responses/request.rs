@@ -56,7 +56,10 @@ fn normalize_id_part(part: &str) -> String {
 
 /// pi's `normalizeToolCallId` for this API, applied to tool calls from another model.
 fn normalize_tool_call_id(id: &str, model: &Model, source: &AssistantMessage) -> String {
-    if !TOOL_CALL_ID_PROVIDERS.contains(&model.provider.as_str()) {
+    // Azure Responses keeps the pair form for its own provider too (pi's
+    // `AZURE_TOOL_CALL_PROVIDERS`).
+    let azure = model.api == "azure-openai-responses" && model.provider == "azure";
+    if !TOOL_CALL_ID_PROVIDERS.contains(&model.provider.as_str()) && !azure {
         return normalize_id_part(id);
     }
     let Some((call_id, rest)) = id.split_once('|') else {

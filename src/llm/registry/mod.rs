@@ -147,6 +147,9 @@ pub struct RequestAuth {
     /// The model's base URL with its `{NAME}` placeholders filled (Cloudflare's account and
     /// gateway ids), when it has any.
     pub base_url: Option<String>,
+    /// The provider settings the model's wire API reads at request time
+    /// (`wire::request_settings`), resolved like base-URL placeholders (stored `env` first).
+    pub env: Vec<(String, String)>,
 }
 
 /// A model chosen by `--model` (see [`ModelRegistry::resolve_cli_model`]).
@@ -451,6 +454,14 @@ impl ModelRegistry {
         }
         if model.base_url.contains('{') {
             out.base_url = Some(self.auth.fill_base_url(provider, &model.base_url));
+        }
+        for name in super::wire::request_settings(&model.api) {
+            // Resolved as the base-URL placeholder `{NAME}` is; left as is when unset.
+            let placeholder = format!("{{{name}}}");
+            let value = self.auth.fill_base_url(provider, &placeholder);
+            if value != placeholder {
+                out.env.push(((*name).to_owned(), value));
+            }
         }
         if let Some(h) = cfg.and_then(|c| c.headers.as_ref()) {
             for (name, value) in h {
