@@ -145,30 +145,4 @@ impl<'a> WireApi<'a> for MistralStream {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn http_errors_match_pi() {
-        assert_eq!(
-            http_error_message(429, "  {\"message\":\"Rate limit exceeded\"}\n"),
-            r#"Mistral API error (429): {"message":"Rate limit exceeded"}"#
-        );
-        assert_eq!(
-            http_error_message(503, ""),
-            "Mistral API error (503): Service Unavailable"
-        );
-        assert_eq!(
-            http_error_message(599, " "),
-            "Mistral API error (599): Request failed with status 599"
-        );
-        let long = "x".repeat(4005);
-        assert_eq!(
-            http_error_message(500, &long),
-            format!(
-                "Mistral API error (500): {}... [truncated 5 chars]",
-                "x".repeat(4000)
-            )
-        );
-    }
-}
+mod tests;
