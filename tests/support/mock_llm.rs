@@ -18,7 +18,8 @@
 //! ```text
 //! {"when": "substring",
 //!  "blocks": [{"type": "thinking", "text": "...", "signature": "sig", "redacted": false,
-//!              "data": "..", "openai_field": "reasoning_content"},
+//!              "data": "..", "openai_field": "reasoning_content"},  // "mistral": Mistral's
+//!                                                  // content-array thinking chunks
 //!             {"type": "text", "text": "Hello"},
 //!             {"type": "tool_call", "id": "toolu_01", "name": "bash", "input": {..},
 //!              "raw_json": "{\"command\":"}],        // each block may carry "chunk_size"/"chunks"
@@ -918,6 +919,9 @@ impl Conn<'_> {
             for (n, c) in b.chunks.iter().enumerate() {
                 let delta = match b.kind {
                     Kind::Text => json!({"content": c}),
+                    // Mistral's thinking: a content chunk holding text chunks.
+                    Kind::Thinking if b.openai_field == "mistral" => json!({"content":
+                        [{"type": "thinking", "thinking": [{"type": "text", "text": c}]}]}),
                     Kind::Thinking => {
                         Value::Object(Map::from_iter([(b.openai_field.clone(), json!(c))]))
                     }
