@@ -240,3 +240,51 @@ fn abort_during_a_hang_returns_promptly() {
     );
     assert_eq!(v["content"][0]["text"], "partial");
 }
+
+/// Through the binary: the registry resolves Azure's settings from the environment, a stored
+/// auth.json `env` overriding it for the provider.
+#[test]
+fn the_agent_resolves_azure_settings_from_env_and_auth_json() {
+    use crate::support::run::{run_prompt, LONG};
+    use crate::support::Agent;
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "text", "text": "ok"}]},
+        {"blocks": [{"type": "text", "text": "ok"}]}
+    ]}));
+    let args = ["--no-session", "--provider", "azure", "--model", "gpt-5.4"];
+    let mut agent = Agent::builder()
+        .no_default_args()
+        .args(args)
+        .env("AZURE_OPENAI_API_KEY", "k-azure")
+        .env(
+            "AZURE_OPENAI_BASE_URL",
+            &format!("{}/openai/v1", mock.base_url()),
+        )
+        .env("AZURE_OPENAI_API_VERSION", "preview")
+        .env("AZURE_OPENAI_DEPLOYMENT_NAME_MAP", "gpt-5.4=dep-env")
+        .spawn();
+    run_prompt(&mut agent, "p", "hi");
+    agent.close_stdin();
+    let auth = json!({"azure": {"type": "api_key", "key": "k-stored",
+        "env": {"AZURE_OPENAI_DEPLOYMENT_NAME_MAP": "gpt-5.4=dep-stored"}}});
+    let mut agent = Agent::builder()
+        .no_default_args()
+        .args(args)
+        .agent_file("auth.json", &auth.to_string())
+        .env(
+            "AZURE_OPENAI_BASE_URL",
+            &format!("{}/openai/v1", mock.base_url()),
+        )
+        .env("AZURE_OPENAI_DEPLOYMENT_NAME_MAP", "gpt-5.4=dep-env")
+        .spawn();
+    run_prompt(&mut agent, "p", "hi");
+    agent.close_stdin();
+    let requests = mock.wait_requests(2, LONG);
+    assert_eq!(
+        requests[0]["path"],
+        "/openai/v1/responses?api-version=preview"
+    );
+    assert_eq!(body_of(&requests[0])["model"], "dep-env");
+    assert_eq!(requests[1]["path"], "/openai/v1/responses?api-version=v1");
+    assert_eq!(body_of(&requests[1])["model"], "dep-stored");
+}

@@ -1,4 +1,4 @@
-//! Every built-in provider on the four wire APIs pi-rpc speaks answers a prompt through the
+//! Every built-in provider on the wire APIs pi-rpc speaks answers a prompt through the
 //! binary (issue 14): the provider's own environment variable (and settings) make it available,
 //! a models.json `baseUrl` reroutes it to the scripted server, and the request goes out on the
 //! right path with the provider's key header. Request shapes field by field are pinned by the
@@ -11,7 +11,7 @@ use crate::support::run::{run_prompt, LONG};
 use crate::support::Agent;
 
 /// (provider, env vars that make it available). Providers on APIs pi-rpc lacks (bedrock,
-/// vertex, azure's Responses, mistral, codex, radius) and typesafe (no chat model) are not here.
+/// vertex, codex, radius) and typesafe (no chat model) are not here.
 const PROVIDERS: &[(&str, &[(&str, &str)])] = &[
     ("ant-ling", &[("ANT_LING_API_KEY", "k-ant-ling")]),
     ("anthropic", &[("ANTHROPIC_API_KEY", "k-anthropic")]),
@@ -43,6 +43,7 @@ const PROVIDERS: &[(&str, &[(&str, &str)])] = &[
     ("meta", &[("META_API_KEY", "k-meta")]),
     ("minimax", &[("MINIMAX_API_KEY", "k-minimax")]),
     ("minimax-cn", &[("MINIMAX_CN_API_KEY", "k-minimax-cn")]),
+    ("mistral", &[("MISTRAL_API_KEY", "k-mistral")]),
     ("moonshotai", &[("MOONSHOT_API_KEY", "k-moonshot")]),
     ("moonshotai-cn", &[("MOONSHOT_API_KEY", "k-moonshot")]),
     ("nvidia", &[("NVIDIA_API_KEY", "k-nvidia")]),
@@ -88,6 +89,8 @@ const APIS: &[&str] = &[
     "openai-completions",
     "openai-responses",
     "google-generative-ai",
+    "mistral-conversations",
+    "azure-openai-responses",
 ];
 
 /// The header that carries the key, as the scripted server logs it (presence only).
@@ -97,6 +100,7 @@ fn key_header(provider: &str, api: &str) -> &'static str {
         ("github-copilot", _) => "authorization",
         (_, "anthropic-messages") => "x-api-key",
         (_, "google-generative-ai") => "x-goog-api-key",
+        (_, "azure-openai-responses") => "api-key",
         _ => "authorization",
     }
 }
@@ -106,6 +110,8 @@ fn path_for(api: &str, id: &str) -> String {
         "anthropic-messages" => "/v1/messages?beta=true".into(),
         "openai-completions" => "/chat/completions".into(),
         "openai-responses" => "/responses".into(),
+        "mistral-conversations" => "/v1/chat/completions".into(),
+        "azure-openai-responses" => "/responses?api-version=v1".into(),
         _ => format!("/models/{id}:streamGenerateContent?alt=sse"),
     }
 }
@@ -183,8 +189,8 @@ fn every_provider_on_the_four_apis_answers_a_prompt() {
         }
         agent.close_stdin();
     }
-    // 35 providers, several with more than one API.
-    assert!(covered >= 43, "covered {covered}");
+    // 36 providers, several with more than one API.
+    assert!(covered >= 45, "covered {covered}");
 }
 
 #[test]
