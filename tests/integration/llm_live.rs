@@ -23,7 +23,7 @@ use pi_rpc::llm::{Model, ModelRegistry, ThinkingLevel};
 /// The catalog model for `provider`/`id` (or the `PI_LIVE_<PROVIDER>_MODEL` override), with
 /// its wire API replaced by `api` when given. `None` (and a note on stderr) when `key_var` is
 /// not set.
-fn live_model(
+pub(crate) fn live_model(
     key_var: &str,
     provider: &str,
     id: &str,
@@ -57,6 +57,7 @@ fn live_model(
     let opts = StreamOptions {
         api_key: auth.api_key,
         headers: auth.headers,
+        env: auth.env,
         // A plain answer: no reasoning budget where the model lets us turn it off.
         thinking_level: ThinkingLevel::Off,
         max_tokens: Some(256),
@@ -66,7 +67,7 @@ fn live_model(
     Some((model, opts))
 }
 
-fn ask(model: &Model, opts: &StreamOptions) {
+pub(crate) fn ask(model: &Model, opts: &StreamOptions) {
     let ctx = LlmContext {
         system_prompt: "You are a terse assistant. Answer in a few words.".into(),
         messages: vec![LlmMessage::User {

@@ -20,6 +20,7 @@ mod llm_anthropic;
 mod llm_azure;
 mod llm_google;
 mod llm_live;
+mod llm_live_mistral_azure;
 mod llm_mistral;
 mod llm_openai_completions;
 mod llm_openai_responses;
