@@ -29,6 +29,9 @@ pub fn stream_assistant(
     let opts = &*specials::apply(model, ctx, opts);
     let mut msg = match model.api.as_str() {
         "anthropic-messages" => drive::<anthropic::StreamState>(model, ctx, opts, cancel, on_event),
+        "openai-completions" if model.provider == "azure" => {
+            drive::<azure_responses::AzureChat>(model, ctx, opts, cancel, on_event)
+        }
         "openai-completions" => {
             drive::<openai_completions::StreamState>(model, ctx, opts, cancel, on_event)
         }
@@ -59,12 +62,14 @@ pub fn stream_assistant(
     msg
 }
 
-/// The provider settings (environment variables) the wire API `api` reads at request time;
+/// The provider settings (environment variables) a request to `model` reads at request time
+/// (Azure's endpoint, API version and deployment map, also for azure's Chat Completions model);
 /// the registry resolves them into `StreamOptions::env`.
-pub fn request_settings(api: &str) -> &'static [&'static str] {
-    match api {
-        "azure-openai-responses" => azure_responses::SETTINGS,
-        _ => &[],
+pub fn request_settings(model: &Model) -> &'static [&'static str] {
+    if model.api == "azure-openai-responses" || model.provider == "azure" {
+        azure_responses::SETTINGS
+    } else {
+        &[]
     }
 }
 

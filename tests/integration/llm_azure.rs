@@ -288,3 +288,45 @@ fn the_agent_resolves_azure_settings_from_env_and_auth_json() {
     assert_eq!(requests[1]["path"], "/openai/v1/responses?api-version=v1");
     assert_eq!(body_of(&requests[1])["model"], "dep-stored");
 }
+
+/// azure's Chat Completions model: the same base-URL and deployment rules, then plain Chat
+/// Completions with `Authorization: Bearer`.
+#[test]
+fn the_chat_completions_model_resolves_like_responses() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "text", "text": "Hi."}]}
+    ]}));
+    let m = Model {
+        id: "deepseek-v4-pro".into(),
+        api: "openai-completions".into(),
+        reasoning: false,
+        ..model("")
+    };
+    let o = StreamOptions {
+        env: env(&[
+            (
+                "AZURE_OPENAI_BASE_URL",
+                &format!("{}/openai/v1", mock.base_url()),
+            ),
+            (
+                "AZURE_OPENAI_DEPLOYMENT_NAME_MAP",
+                "deepseek-v4-pro=ds-prod",
+            ),
+        ]),
+        ..opts()
+    };
+    let (msg, _) = run(&m, &ctx(vec![user("hi")]), &o, &CancelToken::new());
+    assert_eq!(msg.stop_reason, StopReason::Stop, "{:?}", msg.error_message);
+    assert_eq!(msg.model, "deepseek-v4-pro");
+    let r = &mock.requests()[0];
+    assert_eq!(r["path"], "/openai/v1/chat/completions");
+    assert_eq!(r["auth_headers_present"], json!(["authorization"]));
+    assert_eq!(body_of(r)["model"], "ds-prod");
+    // Without an endpoint: pi's error, nothing sent.
+    let (msg, _) = run(&m, &ctx(vec![user("hi")]), &opts(), &CancelToken::new());
+    assert!(msg
+        .error_message
+        .as_deref()
+        .is_some_and(|e| e.starts_with("Azure OpenAI base URL is required.")));
+    assert_eq!(mock.requests().len(), 1);
+}

@@ -22,8 +22,10 @@ use super::sse::SseEvent;
 use super::stream::{base_max_tokens, AbortTexts, Failure, StreamedMessage};
 use super::types::{CacheRetention, LlmContext, StreamOptions};
 
+mod chat;
 mod config;
 
+pub use self::chat::AzureChat;
 pub use self::config::{base_url, deployment_name, endpoint, SETTINGS};
 
 /// The prefix of HTTP error texts.

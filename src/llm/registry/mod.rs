@@ -455,7 +455,7 @@ impl ModelRegistry {
         if model.base_url.contains('{') {
             out.base_url = Some(self.auth.fill_base_url(provider, &model.base_url));
         }
-        for name in super::wire::request_settings(&model.api) {
+        for name in super::wire::request_settings(model) {
             // Resolved as the base-URL placeholder `{NAME}` is; left as is when unset.
             let placeholder = format!("{{{name}}}");
             let value = self.auth.fill_base_url(provider, &placeholder);
