@@ -258,6 +258,14 @@ mod tests {
             ),
             "http://h/openai/v1/responses?api-version=2025-04-01-preview"
         );
+        // Checked against pi: `AZURE_OPENAI_API_VERSION="2025 x"` goes out as `2025%20x`.
+        assert_eq!(
+            endpoint(
+                "http://h/v1",
+                &opts(&[("AZURE_OPENAI_API_VERSION", "2025 x")])
+            ),
+            "http://h/v1/responses?api-version=2025%20x"
+        );
     }
 
     #[test]
