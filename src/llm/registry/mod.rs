@@ -16,6 +16,7 @@ use super::thinking::ThinkingLevel;
 mod catalog;
 mod models_json;
 mod patterns;
+mod store;
 
 use self::models_json::*;
 
@@ -219,7 +220,14 @@ impl ModelRegistry {
                 None
             }
         };
-        ModelRegistry::build(text.as_deref(), &path.display().to_string(), auth, diags)
+        let store = store::load(agent_dir, diags);
+        ModelRegistry::build(
+            text.as_deref(),
+            &path.display().to_string(),
+            store.as_ref(),
+            auth,
+            diags,
+        )
     }
 
     /// Catalog + the given models.json text (`None` = no file) + `auth`. For tests and embedding.
@@ -228,12 +236,13 @@ impl ModelRegistry {
         auth: AuthStore,
         diags: &mut Vec<String>,
     ) -> ModelRegistry {
-        ModelRegistry::build(models_json, "models.json", auth, diags)
+        ModelRegistry::build(models_json, "models.json", None, auth, diags)
     }
 
     fn build(
         models_json: Option<&str>,
         path: &str,
+        models_store: Option<&Map<String, Value>>,
         auth: AuthStore,
         diags: &mut Vec<String>,
     ) -> ModelRegistry {
@@ -242,13 +251,16 @@ impl ModelRegistry {
             model_headers: HashMap::new(),
             auth,
         };
-        let index = match catalog::index() {
-            Ok(index) => index.providers,
+        let (index, generated_at) = match catalog::index() {
+            Ok(index) => (
+                index.providers,
+                crate::util::ms_from_iso(&index.generated_at),
+            ),
             Err(e) => {
                 diags.push(format!(
                     "Warning: the built-in model catalog is damaged ({e}); only models.json models are known"
                 ));
-                Vec::new()
+                (Vec::new(), None)
             }
         };
         let config = models_json.and_then(|text| parse_models_json(text, path, diags));
@@ -272,20 +284,32 @@ impl ModelRegistry {
                 catalog: Some(entry),
                 models: OnceLock::new(),
             };
-            let Some(overlay) = config.get(&entry.id).and_then(Value::as_object) else {
+            let stored = store::overlay(models_store, &entry.id, generated_at);
+            let config_overlay = config.get(&entry.id).and_then(Value::as_object);
+            if stored.is_empty() && config_overlay.is_none() {
                 reg.slots.push(lazy(pc, entry));
                 continue;
-            };
+            }
+            let catalog_models = catalog::models(&entry).unwrap_or_else(|e| {
+                diags.push(format!(
+                    "Warning: the built-in model catalog is damaged ({e})"
+                ));
+                Vec::new()
+            });
             let builtin = BuiltinProvider {
                 name: entry.name.clone(),
                 base_url: pc.base_url.clone().unwrap_or_default(),
                 api: pc.api.clone().unwrap_or_default(),
-                models: catalog::models(&entry).unwrap_or_else(|e| {
-                    diags.push(format!(
-                        "Warning: the built-in model catalog is damaged ({e})"
-                    ));
-                    Vec::new()
-                }),
+                models: store::merge(catalog_models, stored),
+            };
+            let Some(overlay) = config_overlay else {
+                reg.slots.push(Slot {
+                    config: pc,
+                    count: builtin.models.len(),
+                    catalog: None,
+                    models: OnceLock::from(builtin.models),
+                });
+                continue;
             };
             match compose_provider(&entry.id, Some(&builtin), overlay) {
                 Ok(composed) => reg.add_composed(composed),
