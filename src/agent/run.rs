@@ -594,22 +594,36 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
             std::sync::Arc::clone(&s.registry),
         )
     };
-    // Outside the lock: a `!command` key or header runs a shell command.
+    // Outside the lock: a `!command` key or header runs a shell command, and an OAuth token
+    // due for renewal is refreshed (network and auth.json under its lock).
+    let mut auth_failure: Option<String> = None;
     match registry.request_auth(&model) {
         Ok(auth) => {
             opts.api_key = auth.api_key;
             opts.headers = auth.headers;
         }
+        // pi fails the request: "OAuth refresh failed for <provider>: <cause>".
+        Err(e) if e.fails_request() => auth_failure = Some(e.to_string()),
         Err(e) => eprintln!("pi-rpc: {e}"),
     }
     let started = Instant::now();
-    if cancel.is_cancelled() {
+    let early_end = if cancel.is_cancelled() {
+        Some((StopReason::Aborted, "This operation was aborted".to_string()))
+    } else {
+        auth_failure.map(|text| (StopReason::Error, text))
+    };
+    if let Some((stop_reason, text)) = early_end {
         let mut m = AssistantMessage::new(&model, now_ms());
-        m.stop_reason = StopReason::Aborted;
-        m.error_message = Some("This operation was aborted".into());
-        m.duration_ms = Some(0);
+        m.stop_reason = stop_reason;
+        m.error_message = Some(text);
+        let aborted = stop_reason == StopReason::Aborted;
+        m.duration_ms = Some(if aborted {
+            0
+        } else {
+            started.elapsed().as_millis() as u64
+        });
         m.thinking_level = Some(opts.thinking_level);
-        m.synthetic = true;
+        m.synthetic = aborted;
         let v = m.to_value();
         emit(rt, Event::MessageStart { message: v.clone() });
         emit_message_end(rt, v);
