@@ -608,7 +608,10 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
     }
     let started = Instant::now();
     let early_end = if cancel.is_cancelled() {
-        Some((StopReason::Aborted, "This operation was aborted".to_string()))
+        Some((
+            StopReason::Aborted,
+            "This operation was aborted".to_string(),
+        ))
     } else {
         auth_failure.map(|text| (StopReason::Error, text))
     };

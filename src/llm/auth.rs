@@ -1002,6 +1002,40 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_oauth_credential_owns_its_provider() {
+        let dir = std::env::temp_dir().join(format!("pi-rpc-auth-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("auth.json");
+        let json = r#"{"xai": {"type": "oauth", "refresh": "r", "access": "old", "expires": 1}}"#;
+        std::fs::write(&path, json).unwrap();
+        let mut diags = Vec::new();
+        // The token endpoint is unreachable (discard port) and XAI_API_KEY is set.
+        let s = AuthStore::load(&dir, &mut diags).with_env(fake_env(&[
+            ("XAI_API_KEY", "from-env"),
+            (oauth::ORIGIN_OVERRIDE_VAR, "http://127.0.0.1:9"),
+        ]));
+        assert!(s.has_credentials("xai"), "refreshable: listed as available");
+        let err = s.credential("xai").unwrap_err();
+        assert_eq!(
+            err,
+            AuthError::OAuthRefreshFailed {
+                provider: "xai".into(),
+                cause: "fetch failed".into()
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "OAuth refresh failed for xai: fetch failed"
+        );
+        assert!(err.fails_request());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), json);
+        // Without a file to write back to, an expired token is just expired.
+        let (s, _) = store(Some(json), &[]);
+        assert!(!s.has_credentials("xai"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn malformed_auth_json_is_reported_not_fatal() {
         let (s, diags) = store(Some("{\n  \"a\": {\"type\": \"api_key\",\n  oops\n}"), &[]);
         assert_eq!(diags.len(), 1);
