@@ -236,12 +236,14 @@ fn openai_codex(refresh: &str, ctx: &Ctx) -> Result<Map<String, Value>, String> 
     codex_credential(&resp, "refresh", ctx.now_ms)
 }
 
-/// pi's `requestToken` + `credentialFromTokenResponse` for Sign in with ChatGPT.
+/// pi's `requestToken` + `credentialFromTokenResponse` for Sign in with ChatGPT; a login
+/// (`require_id_token`) also insists on an `id_token`.
 pub(crate) fn chatgpt_token(
     fields: &[(&str, &str)],
     client_id: &str,
+    require_id_token: bool,
     ctx: &Ctx,
-) -> Result<(Map<String, Value>, Map<String, Value>), String> {
+) -> Result<Map<String, Value>, String> {
     let resp = send(
         "POST",
         CHATGPT_TOKEN_URL,
@@ -264,6 +266,9 @@ pub(crate) fn chatgpt_token(
     let token = resp
         .json_object()
         .ok_or("OpenAI OAuth token response must be an object")?;
+    if require_id_token && str_field(&token, "id_token").is_none_or(|t| t.trim().is_empty()) {
+        return Err("OpenAI OAuth token response did not contain an ID token".into());
+    }
     let string = |field: &str| {
         str_field(&token, field)
             .filter(|s| !s.trim().is_empty())
@@ -291,7 +296,7 @@ pub(crate) fn chatgpt_token(
         ("clientId", Value::from(client_id)),
         ("scopes", Value::Array(scopes)),
     ]);
-    Ok((entry, token))
+    Ok(entry)
 }
 
 fn openai_chatgpt(
@@ -312,9 +317,9 @@ fn openai_chatgpt(
             ("resource", CHATGPT_RESOURCE),
         ],
         client_id,
+        false,
         ctx,
     )
-    .map(|(entry, _)| entry)
 }
 
 fn github_copilot(
