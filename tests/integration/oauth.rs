@@ -278,3 +278,124 @@ fn a_stale_lock_left_by_a_dead_process_is_taken_over() {
     assert_eq!(token.requests().len(), 1);
     assert!(!lock.exists());
 }
+
+/// A models.json provider `id` (Anthropic Messages, so the scripted LLM's SSE fits) with one
+/// model, for OAuth providers the built-in catalog does not carry here.
+fn custom_provider(id: &str, llm: &RawServer) -> Value {
+    json!({"providers": {id: {
+        "baseUrl": llm.base_url(), "api": "anthropic-messages",
+        "models": [{"id": "m1", "name": "M1", "reasoning": false, "input": ["text"],
+                    "contextWindow": 100000, "maxTokens": 4096,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}]
+    }}})
+}
+
+fn custom_agent(
+    provider: &str,
+    llm: &RawServer,
+    token: &RawServer,
+    auth: &Value,
+) -> crate::support::agent::AgentBuilder {
+    Agent::builder()
+        .no_default_args()
+        .args(["--provider", provider, "--model", "m1", "--no-session"])
+        .models(Some(custom_provider(provider, llm)))
+        .settings(json!({"retry": {"enabled": false}}))
+        .agent_file("auth.json", &auth.to_string())
+        .env("PI_RPC_OAUTH_ORIGIN", &token.base_url())
+}
+
+#[test]
+fn xai_refresh_is_a_form_post_and_keeps_an_unrotated_refresh_token() {
+    let token = RawServer::start(vec![Reply::status(
+        200,
+        "application/json",
+        br#"{"access_token":"xai-new","expires_in":7200}"#,
+    )]);
+    let llm = RawServer::start(vec![Reply::text(&["Hi"])]);
+    let auth =
+        json!({"xai": {"type": "oauth", "access": "xai-old", "refresh": "xr/1+", "expires": 5}});
+    let mut a = custom_agent("xai", &llm, &token, &auth).spawn();
+    let before = now_ms();
+    let records = run_prompt(&mut a, "p1", "hello");
+    let after = now_ms();
+    assert_eq!(message_end(&records)["message"]["stopReason"], "stop");
+    let req = &token.requests()[0];
+    assert!(
+        req.head.starts_with("POST /oauth2/token HTTP/1.1"),
+        "{}",
+        req.head
+    );
+    let head = req.head.to_ascii_lowercase();
+    assert!(head.contains("content-type: application/x-www-form-urlencoded"));
+    assert!(head.contains("accept: application/json"));
+    assert_eq!(
+        String::from_utf8(req.body.clone().unwrap()).unwrap(),
+        "grant_type=refresh_token&client_id=b1a00492-073a-47ea-816f-4c329264a828&refresh_token=xr%2F1%2B"
+    );
+    let stored = read_json(&a.agent_dir.join("auth.json"));
+    let expires = stored["xai"]["expires"].as_u64().unwrap();
+    assert!((before + 7_200_000 - 300_000..=after + 7_200_000 - 300_000).contains(&expires));
+    assert_eq!(
+        stored,
+        json!({"xai": {"type": "oauth", "access": "xai-new", "refresh": "xr/1+", "expires": expires}})
+    );
+    assert!(llm.requests()[0].head.contains("xai-new"));
+}
+
+#[test]
+fn copilot_exchanges_the_github_token_and_stores_the_available_models() {
+    let token_body = json!({
+        "token": "tid=1;exp=2;proxy-ep=proxy.business.githubcopilot.com;x=y",
+        "expires_at": 4_000_000_000u64
+    });
+    let models_body = json!({"data": [
+        {"id": "gpt-a", "model_picker_enabled": true, "policy": {"state": "enabled"}},
+        {"id": "gpt-b", "model_picker_enabled": false},
+        {"id": "gpt-c", "model_picker_enabled": true, "capabilities": {"supports": {"tool_calls": false}}}
+    ]});
+    let token = RawServer::start(vec![
+        Reply::status(200, "application/json", token_body.to_string().as_bytes()),
+        Reply::status(200, "application/json", models_body.to_string().as_bytes()),
+    ]);
+    let llm = RawServer::start(vec![Reply::text(&["Hi"])]);
+    let auth = json!({"github-copilot": {
+        "type": "oauth", "refresh": "gho_github", "access": "old", "expires": 0,
+        "enterpriseUrl": "", "availableModelIds": ["stale"]
+    }});
+    let mut a = custom_agent("github-copilot", &llm, &token, &auth).spawn();
+    let records = run_prompt(&mut a, "p1", "hello");
+    assert_eq!(message_end(&records)["message"]["stopReason"], "stop");
+    let reqs = token.requests();
+    assert_eq!(reqs.len(), 2, "{reqs:#?}");
+    let exchange = reqs[0].head.to_ascii_lowercase();
+    assert!(
+        exchange.starts_with("get /copilot_internal/v2/token http/1.1"),
+        "{exchange}"
+    );
+    for h in [
+        "authorization: bearer gho_github",
+        "user-agent: githubcopilotchat/0.35.0",
+        "editor-version: vscode/1.107.0",
+        "editor-plugin-version: copilot-chat/0.35.0",
+        "copilot-integration-id: vscode-chat",
+    ] {
+        assert!(exchange.contains(h), "{h} in {exchange}");
+    }
+    let list = reqs[1].head.to_ascii_lowercase();
+    assert!(list.starts_with("get /models http/1.1"), "{list}");
+    assert!(list.contains(
+        "authorization: bearer tid=1;exp=2;proxy-ep=proxy.business.githubcopilot.com;x=y"
+    ));
+    assert!(list.contains("x-github-api-version: 2026-06-01"));
+    let stored = read_json(&a.agent_dir.join("auth.json"));
+    assert_eq!(
+        stored,
+        json!({"github-copilot": {
+            "type": "oauth", "refresh": "gho_github",
+            "access": "tid=1;exp=2;proxy-ep=proxy.business.githubcopilot.com;x=y",
+            "expires": 4_000_000_000_000u64 - 300_000,
+            "enterpriseUrl": "", "availableModelIds": ["gpt-a"]
+        }})
+    );
+}
