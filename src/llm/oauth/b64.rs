@@ -2,11 +2,9 @@
 //! and a lenient decoder for JWT payloads. `image/base64.rs` has Node's standard-alphabet
 //! codec, but `llm` must not import `image` (which imports `llm`).
 
-#[cfg(test)]
 const URL_ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// base64url without padding.
-#[cfg(test)]
 pub fn encode_url(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {

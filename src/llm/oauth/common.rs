@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::client::Env;
+use super::client::{self, Body, Env, NetError, Response};
 
 /// What a refresh needs besides the entry.
 pub struct Ctx<'a> {
@@ -32,4 +32,22 @@ pub(crate) fn oauth_entry(fields: &[(&str, Value)]) -> Map<String, Value> {
         m.insert((*k).to_string(), v.clone());
     }
     m
+}
+
+/// One request to an OAuth endpoint (through the test override, within the context's
+/// deadline).
+pub(crate) fn call(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Body,
+    ctx: &Ctx,
+) -> Result<Response, NetError> {
+    client::send(
+        method,
+        &client::endpoint(url, ctx.env),
+        headers,
+        body,
+        ctx.deadline,
+    )
 }

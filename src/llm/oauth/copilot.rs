@@ -9,6 +9,8 @@ use serde_json::{Map, Value};
 use super::client::{self, Body};
 use super::common::{num, oauth_entry, Ctx};
 
+/// The public client id of GitHub's device flow for Copilot.
+pub(crate) const CLIENT_ID: &str = "Iv1.b507a08c87ecfe98";
 pub(crate) const HEADERS: [(&str, &str); 4] = [
     ("User-Agent", "GitHubCopilotChat/0.35.0"),
     ("Editor-Version", "vscode/1.107.0"),

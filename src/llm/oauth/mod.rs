@@ -9,7 +9,9 @@
 //! - `lock`: the `proper-lockfile`-compatible directory lock; `store`: reading and writing the
 //!   file; `refresh`: the refresh request of each provider; `copilot`: GitHub Copilot's token
 //!   exchange and base URL; `client`: blocking HTTP with a deadline, and the test override
-//!   [`ORIGIN_OVERRIDE_VAR`].
+//!   [`ORIGIN_OVERRIDE_VAR`];
+//! - [`login`]: the login flows of `pi-rpc login` (browser + PKCE with a `loopback` callback
+//!   or a pasted code, device codes), and writing the entry under the lock.
 //!
 //! Nothing here keeps state between calls; the auth store (`auth.rs`) keeps the refreshed entry
 //! in memory and makes sure one thread refreshes a provider at a time.
@@ -25,6 +27,8 @@ mod client;
 mod common;
 pub mod copilot;
 pub mod lock;
+pub mod login;
+mod loopback;
 pub mod refresh;
 mod store;
 

@@ -91,21 +91,7 @@ fn positive(m: &Map<String, Value>, k: &str) -> Option<f64> {
         .filter(|v| v.is_finite() && *v > 0.0)
 }
 
-fn send(
-    method: &str,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: Body,
-    ctx: &Ctx,
-) -> Result<Response, NetError> {
-    client::send(
-        method,
-        &client::endpoint(url, ctx.env),
-        headers,
-        body,
-        ctx.deadline,
-    )
-}
+use super::common::call as send;
 
 // ---------------------------------------------------------------------------------------------
 
