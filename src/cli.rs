@@ -407,6 +407,9 @@ pi-rpc - a headless coding agent speaking the pi RPC protocol (JSONL on stdin/st
 
 Usage:
   pi-rpc [options] [--] [@files...] [messages...]
+  pi-rpc login <provider> [--api-key]   Sign in (OAuth device code or browser/pasted code; --api-key or
+                                        a provider without OAuth: a key read from stdin); saved in auth.json
+  pi-rpc logout <provider>              Remove the provider's credential from auth.json
 
 Modes:
   --mode <mode>                  rpc (default): JSONL commands on stdin, responses and events on stdout;

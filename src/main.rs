@@ -7,6 +7,10 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(code) = pi_rpc::login::run(&args) {
+        std::process::exit(code);
+    }
     let cli = pi_rpc::cli::Cli::parse_env();
     let code = pi_rpc::app::main_with(cli);
     std::process::exit(code);
