@@ -147,6 +147,11 @@ struct Shared {
     dir: PathBuf,
     state: Mutex<HeartState>,
     wake: Condvar,
+    /// Serializes the stat-and-touch of the heartbeat with [`FileLock::check`]'s stat, so a
+    /// check never sees the heartbeat's new mtime before the heartbeat has recorded it (that
+    /// would look like a takeover). Held only across those two file-system calls on the lock
+    /// directory itself, never across anything else.
+    dir_io: Mutex<()>,
 }
 
 struct HeartState {
@@ -225,6 +230,7 @@ impl FileLock {
                 compromised: None,
             }),
             wake: Condvar::new(),
+            dir_io: Mutex::new(()),
         });
         let for_thread = Arc::clone(&shared);
         let heartbeat = std::thread::Builder::new()
@@ -237,12 +243,18 @@ impl FileLock {
     /// Fails when the lock was taken over or removed since it was acquired (checked now, not
     /// only by the heartbeat).
     pub fn check(&self) -> Result<(), LockError> {
+        let _io = self.shared.dir_io.lock();
+        let expected = {
+            let st = self.shared.state.lock();
+            if let Some(why) = &st.compromised {
+                return Err(LockError::Compromised(why.clone()));
+            }
+            st.mtime
+        };
+        let current = mtime_ms(&self.shared.dir);
         let mut st = self.shared.state.lock();
-        if let Some(why) = &st.compromised {
-            return Err(LockError::Compromised(why.clone()));
-        }
-        let why = match mtime_ms(&self.shared.dir) {
-            Ok(m) if m == st.mtime => return Ok(()),
+        let why = match current {
+            Ok(m) if m == expected => return Ok(()),
             Ok(_) => "Unable to update lock within the stale threshold".to_string(),
             Err(e) => format!("{e}: {}", self.shared.dir.display()),
         };
@@ -307,6 +319,7 @@ fn heartbeat(shared: &Shared, opts: LockOptions) {
             (st.mtime, st.last_update)
         };
         // File-system work happens without the state lock.
+        let _io = shared.dir_io.lock();
         let over = last_update.elapsed() > opts.stale;
         let outcome = match mtime_ms(&shared.dir) {
             Err(e) if e.kind() == io::ErrorKind::NotFound || over => {
