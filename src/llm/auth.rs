@@ -125,10 +125,12 @@ pub struct Credential {
 }
 
 impl Credential {
-    /// `ANTHROPIC_AUTH_TOKEN` must be sent as `Authorization: Bearer <token>` instead of as an
-    /// API key (pi passes it as a header, with no API key).
+    /// `ANTHROPIC_AUTH_TOKEN` (and a kimi-coding OAuth token) must be sent as
+    /// `Authorization: Bearer <token>` instead of as an API key (pi passes it as a header, with
+    /// no API key).
     pub fn is_bearer_token(&self) -> bool {
         self.source == CredentialSource::Env("ANTHROPIC_AUTH_TOKEN")
+            || self.oauth.as_ref().is_some_and(|o| o.bearer_header)
     }
 }
 

@@ -399,3 +399,34 @@ fn copilot_exchanges_the_github_token_and_stores_the_available_models() {
         }})
     );
 }
+
+#[test]
+fn kimi_retries_a_5xx_and_sends_the_token_as_an_explicit_bearer_header() {
+    let token = RawServer::start(vec![
+        Reply::status(503, "text/plain", b"busy"),
+        Reply::status(
+            200,
+            "application/json",
+            br#"{"access_token":"kimi-new","refresh_token":"kr2","expires_in":900}"#,
+        ),
+    ]);
+    let llm = RawServer::start(vec![Reply::text(&["Hi"])]);
+    let auth = json!({"kimi-coding": {"type": "oauth", "access": "kimi-old", "refresh": "kr1", "expires": 5}});
+    let mut a = custom_agent("kimi-coding", &llm, &token, &auth).spawn();
+    let records = run_prompt(&mut a, "p1", "hello");
+    assert_eq!(message_end(&records)["message"]["stopReason"], "stop");
+    let reqs = token.requests();
+    assert_eq!(reqs.len(), 2, "one retry after the 503");
+    for r in &reqs {
+        assert!(r.head.starts_with("POST /api/oauth/token "), "{}", r.head);
+        assert_eq!(
+            String::from_utf8(r.body.clone().unwrap()).unwrap(),
+            "client_id=17e5f671-d194-4dfb-9706-5516cb48c098&grant_type=refresh_token&refresh_token=kr1"
+        );
+    }
+    let head = llm.requests()[0].head.to_ascii_lowercase();
+    assert!(head.contains("authorization: bearer kimi-new"), "{head}");
+    assert!(!head.contains("x-api-key"), "{head}");
+    let stored = read_json(&a.agent_dir.join("auth.json"));
+    assert_eq!(stored["kimi-coding"]["refresh"], "kr2");
+}

@@ -81,10 +81,19 @@ pub struct OAuthInfo {
     pub base_url: Option<String>,
     /// github-copilot: the models this account may use (others are hidden).
     pub available_model_ids: Option<Vec<String>>,
+    /// kimi-coding: the token goes in an explicit `Authorization: Bearer` header, not as the
+    /// API's key.
+    pub bearer_header: bool,
 }
 
 /// The request-side data of `provider`'s entry.
 pub fn info(provider: &str, entry: &Map<String, Value>) -> OAuthInfo {
+    if provider == "kimi-coding" {
+        return OAuthInfo {
+            bearer_header: true,
+            ..OAuthInfo::default()
+        };
+    }
     if provider != "github-copilot" {
         return OAuthInfo::default();
     }
@@ -104,6 +113,7 @@ pub fn info(provider: &str, entry: &Map<String, Value>) -> OAuthInfo {
                     .map(str::to_string)
                     .collect()
             }),
+        bearer_header: false,
     }
 }
 
