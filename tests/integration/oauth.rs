@@ -430,3 +430,25 @@ fn kimi_retries_a_5xx_and_sends_the_token_as_an_explicit_bearer_header() {
     let stored = read_json(&a.agent_dir.join("auth.json"));
     assert_eq!(stored["kimi-coding"]["refresh"], "kr2");
 }
+
+#[test]
+fn an_abort_is_not_held_up_by_a_refresh_waiting_for_the_lock() {
+    let token = RawServer::start(vec![]);
+    let llm = RawServer::start(vec![]);
+    let mut a = agent(&llm, &token, &expired_auth()).spawn();
+    let lock = lock_dir(&a.agent_dir);
+    std::fs::create_dir(&lock).unwrap();
+    a.send(json!({"id": "p1", "type": "prompt", "message": "hello"}));
+    a.seek_past_response("p1");
+    std::thread::sleep(Duration::from_millis(300));
+    // Within 10 s, though the lock would be waited for 30 s.
+    a.send(json!({"id": "ab", "type": "abort"}));
+    let end = a.wait_for_timeout(
+        json!({"type": "message_end", "message": {"role": "assistant"}}),
+        Duration::from_secs(10),
+    );
+    assert_eq!(end["message"]["stopReason"], "aborted");
+    a.wait_for_timeout(json!({"type": "agent_settled"}), Duration::from_secs(10));
+    assert!(llm.requests().is_empty() && token.requests().is_empty());
+    std::fs::remove_dir(&lock).unwrap();
+}
