@@ -407,9 +407,10 @@ pi-rpc - a headless coding agent speaking the pi RPC protocol (JSONL on stdin/st
 
 Usage:
   pi-rpc [options] [--] [@files...] [messages...]
-  pi-rpc login <provider> [--api-key]   Sign in (OAuth device code or browser/pasted code; --api-key or
-                                        a provider without OAuth: a key read from stdin); saved in auth.json
-  pi-rpc logout <provider>              Remove the provider's credential from auth.json
+  pi-rpc auth login <provider> [--api-key] [--no-browser]
+                                 Sign in with an account (browser URL with a loopback callback or a pasted
+                                 code, or a device code), or save an API key read from stdin; auth.json
+  pi-rpc auth logout <provider>  Remove the stored credential (also: pi-rpc login / pi-rpc logout)
 
 Modes:
   --mode <mode>                  rpc (default): JSONL commands on stdin, responses and events on stdout;

@@ -1,49 +1,78 @@
-//! `pi-rpc login <provider> [--api-key]` and `pi-rpc logout <provider>`: sign in headlessly
-//! (URLs and device codes go to stderr, pasted codes and API keys come from stdin) and store
-//! the credential in `<agentDir>/auth.json` under pi's lock, exactly as pi's `/login` does, so
-//! pi and pi-rpc share it. The flows are in `llm::oauth::login`.
+//! `pi-rpc auth login <provider> [--api-key] [--no-browser]` and `pi-rpc auth logout
+//! <provider>` (also as `pi-rpc login …` / `pi-rpc logout …`): pi's `pi auth login/logout`,
+//! headless. URLs, device codes and prompts go to stdout, errors to stderr; pasted codes and
+//! API keys are read from stdin. The credential lands in `<agentDir>/auth.json` under pi's
+//! lock, exactly as pi stores it, so pi and pi-rpc share it. The flows are in
+//! `llm::oauth::login`.
 
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 
 use crossbeam_channel::bounded;
+use serde_json::Value;
 
 use crate::llm::oauth::{self, login};
 
-const USAGE: &str = "Usage: pi-rpc login <provider> [--api-key]\n       pi-rpc logout <provider>";
+const LOGIN_USAGE: &str = "Usage: pi-rpc auth login <provider> [--api-key] [--no-browser]";
+const LOGOUT_USAGE: &str = "Usage: pi-rpc auth logout <provider>";
 
-/// Runs the subcommand when `args` (without the program name) starts with `login` or
-/// `logout`; `None` otherwise. The value is the exit code.
+/// Providers whose only login is the account sign-in.
+const OAUTH_ONLY: &[&str] = &["openai-codex"];
+
+/// Runs the subcommand when `args` (without the program name) is `auth login|logout …` or
+/// `login|logout …`; `None` otherwise. The value is the exit code.
 pub fn run(args: &[String]) -> Option<i32> {
-    let command = args.first()?.as_str();
-    if command != "login" && command != "logout" {
-        return None;
-    }
-    let rest = &args[1..];
-    let api_key = rest.iter().any(|a| a == "--api-key");
-    let providers: Vec<&String> = rest.iter().filter(|a| !a.starts_with('-')).collect();
-    let unknown_flag = rest
-        .iter()
-        .find(|a| a.starts_with('-') && *a != "--api-key");
-    let (Some(provider), 1, None) = (providers.first(), providers.len(), unknown_flag) else {
-        eprintln!("{USAGE}");
-        return Some(2);
+    let rest = match args {
+        [auth, rest @ ..] if auth == "auth" => rest,
+        _ => args,
     };
-    let auth_path = crate::resources::settings::agent_dir_from_env().join("auth.json");
-    if command == "logout" {
-        return Some(match login::save(&auth_path, provider, None) {
-            Ok(true) => {
-                eprintln!("Logged out of {provider}");
-                0
+    let (command, rest) = rest.split_first()?;
+    match command.as_str() {
+        "login" => Some(login_command(rest)),
+        "logout" => Some(logout_command(rest)),
+        _ => None,
+    }
+}
+
+fn auth_path() -> std::path::PathBuf {
+    crate::resources::settings::agent_dir_from_env().join("auth.json")
+}
+
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    // A prompt waits on the same line.
+    let _ = if text.ends_with(": ") {
+        write!(out, "{text}")
+    } else {
+        writeln!(out, "{text}")
+    };
+    let _ = out.flush();
+}
+
+fn login_command(args: &[String]) -> i32 {
+    let mut provider: Option<&str> = None;
+    let (mut api_key, mut browser) = (false, true);
+    for a in args {
+        match a.as_str() {
+            "--api-key" => api_key = true,
+            "--no-browser" => browser = false,
+            _ if a.starts_with('-') || provider.is_some() => {
+                eprintln!("{LOGIN_USAGE}");
+                return 1;
             }
-            Ok(false) => {
-                eprintln!("No credentials stored for {provider}");
-                0
-            }
-            Err(e) => {
-                eprintln!("Logout failed: {e}");
-                1
-            }
-        });
+            _ => provider = Some(a),
+        }
+    }
+    let Some(provider) = provider else {
+        eprintln!("{LOGIN_USAGE}");
+        return 1;
+    };
+    if api_key && !browser {
+        eprintln!("--no-browser only applies to account sign-in; omit it with --api-key.");
+        return 1;
+    }
+    if api_key && OAUTH_ONLY.contains(&provider) {
+        eprintln!("{provider} has no API key login. Omit --api-key to sign in.");
+        return 1;
     }
     let (tx, rx) = bounded::<Option<String>>(4);
     std::thread::spawn(move || {
@@ -58,29 +87,64 @@ pub fn run(args: &[String]) -> Option<i32> {
     });
     let env = |name: &str| std::env::var(name).ok();
     let io = login::Interaction {
-        show: &|text: &str| eprintln!("{text}"),
+        show: &say,
         input: rx,
         env: &env,
         now_ms: &crate::util::now_ms,
     };
-    let entry = if api_key || !oauth::is_oauth_provider(provider) {
-        login::api_key_login(provider, &io)
+    let account = !api_key && oauth::is_oauth_provider(provider);
+    let entry = if account {
+        login::login(provider, &io, browser)
     } else {
-        login::login(provider, &io)
+        login::api_key_login(provider, &io)
     };
-    Some(
-        match entry.and_then(|e| login::save(&auth_path, provider, Some(e))) {
-            Ok(_) => {
-                eprintln!(
-                    "Logged in to {provider}; credentials saved in {}",
-                    auth_path.display()
-                );
-                0
+    let path = auth_path();
+    match entry.and_then(|e| login::save(&path, provider, Some(e))) {
+        Ok(_) => {
+            let what = if account {
+                format!("Logged in to {provider}")
+            } else {
+                format!("Saved API key for {provider}")
+            };
+            say(&format!("{what}. Credentials saved to {}", path.display()));
+            0
+        }
+        Err(m) if m == "Login cancelled" => {
+            eprintln!("Login cancelled.");
+            1
+        }
+        Err(m) => {
+            eprintln!("Failed to log in to {provider}: {m}");
+            1
+        }
+    }
+}
+
+fn logout_command(args: &[String]) -> i32 {
+    let [provider] = args else {
+        eprintln!("{LOGOUT_USAGE}");
+        return 1;
+    };
+    if provider.starts_with('-') {
+        eprintln!("{LOGOUT_USAGE}");
+        return 1;
+    }
+    match login::save(&auth_path(), provider, None) {
+        Ok(None) => {
+            say(&format!("No stored credentials for {provider}. Environment variables and models.json config are unchanged."));
+            0
+        }
+        Ok(Some(old)) => {
+            if old.get("type").and_then(Value::as_str) == Some("oauth") {
+                say(&format!("Logged out of {provider}."));
+            } else {
+                say(&format!("Removed stored API key for {provider}. Environment variables and models.json config are unchanged."));
             }
-            Err(e) => {
-                eprintln!("Login failed: {e}");
-                1
-            }
-        },
-    )
+            0
+        }
+        Err(e) => {
+            eprintln!("Logout failed: {e}");
+            1
+        }
+    }
 }

@@ -1,12 +1,12 @@
 //! `pi-rpc login` / `pi-rpc logout` through the real binary, against scripted OAuth endpoints
 //! on 127.0.0.1 (`PI_RPC_OAUTH_ORIGIN`): what is sent, what lands in auth.json.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{unbounded, Receiver};
 use serde_json::{json, Value};
 
 use crate::support::outside::pi_rpc_bin;
@@ -15,8 +15,26 @@ use crate::support::TempDir;
 
 struct Login {
     child: Child,
-    stderr: Receiver<String>,
-    seen: Vec<String>,
+    /// Everything printed on stdout so far (prompts end without a newline).
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let buf = Arc::new(Mutex::new(String::new()));
+    let out = Arc::clone(&buf);
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = r.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            out.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+    });
+    buf
 }
 
 impl Login {
@@ -33,33 +51,29 @@ impl Login {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = unbounded();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
-            }
-        });
+        let stdout = collect(child.stdout.take().unwrap());
+        let stderr = collect(child.stderr.take().unwrap());
         Login {
             child,
-            stderr: rx,
-            seen: Vec::new(),
+            stdout,
+            stderr,
         }
     }
 
-    /// The first stderr line containing `needle`.
+    /// The first stdout line containing `needle` (waiting for it).
     fn wait_line(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            match self.stderr.recv_timeout(Duration::from_secs(20)) {
-                Ok(l) => {
-                    self.seen.push(l.clone());
-                    if l.contains(needle) {
-                        return l;
-                    }
-                }
-                Err(_) => panic!("no stderr line with {needle:?}; saw {:#?}", self.seen),
+            let text = self.stdout.lock().unwrap().clone();
+            if let Some(line) = text.lines().find(|l| l.contains(needle)) {
+                return line.to_string();
             }
+            assert!(
+                Instant::now() < deadline,
+                "no stdout line with {needle:?}; stdout {text:?}, stderr {:?}",
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -69,19 +83,15 @@ impl Login {
         stdin.flush().unwrap();
     }
 
-    fn finish(mut self) -> (i32, String) {
+    /// Exit code, stdout, stderr.
+    fn finish(mut self) -> (i32, String, String) {
         drop(self.child.stdin.take());
         let status = self.child.wait().unwrap();
-        let mut rest: Vec<String> = self.seen;
-        while let Ok(l) = self.stderr.recv_timeout(Duration::from_millis(500)) {
-            rest.push(l);
-        }
-        let mut out = String::new();
-        if let Some(mut o) = self.child.stdout.take() {
-            let _ = o.read_to_string(&mut out);
-        }
-        assert_eq!(out, "", "nothing on stdout");
-        (status.code().unwrap_or(-1), rest.join("\n"))
+        // The reader threads end at EOF, right after the exit.
+        std::thread::sleep(Duration::from_millis(100));
+        let out = self.stdout.lock().unwrap().clone();
+        let err = self.stderr.lock().unwrap().clone();
+        (status.code().unwrap_or(-1), out, err)
     }
 }
 
@@ -146,12 +156,22 @@ fn xai_device_login_polls_and_stores_the_entry() {
         "agent/auth.json",
         r#"{"openai": {"type": "api_key", "key": "k"}}"#,
     );
-    let mut login = Login::spawn(&dir, &server.base_url(), &["login", "xai"]);
+    let mut login = Login::spawn(&dir, &server.base_url(), &["auth", "login", "xai"]);
     let line = login.wait_line("ABCD-1234");
-    assert!(line.contains("https://accounts.x.ai/device"), "{line}");
-    let (code, stderr) = login.finish();
-    assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("Logged in to xai"), "{stderr}");
+    assert_eq!(
+        line,
+        "Open https://accounts.x.ai/device and enter code: ABCD-1234"
+    );
+    let (code, out, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    let path = dir.path().join("agent/auth.json");
+    assert!(
+        out.ends_with(&format!(
+            "Waiting for authentication...\nLogged in to xai. Credentials saved to {}\n",
+            path.display()
+        )),
+        "{out}"
+    );
     let reqs = server.requests();
     assert_eq!(reqs.len(), 3);
     assert!(reqs[0].head.starts_with("POST /oauth2/device/code "));
@@ -183,6 +203,7 @@ fn anthropic_browser_login_takes_the_loopback_callback() {
     let dir = TempDir::new("login");
     let mut login = Login::spawn(&dir, &server.base_url(), &["login", "anthropic"]);
     let url = login.wait_line("https://claude.ai/oauth/authorize?");
+    let url = url.trim_start();
     let state = query_param(&url, "state");
     let redirect = query_param(&url, "redirect_uri");
     assert_eq!(query_param(&url, "code_challenge_method"), "S256");
@@ -203,8 +224,8 @@ fn anthropic_browser_login_takes_the_loopback_callback() {
     let mut page = String::new();
     s.read_to_string(&mut page).unwrap();
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
-    let (code, stderr) = login.finish();
-    assert_eq!(code, 0, "{stderr}");
+    let (code, _, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
     let reqs = server.requests();
     assert!(reqs[0].head.starts_with("POST /v1/oauth/token "));
     let body: Value = serde_json::from_slice(reqs[0].body.as_deref().unwrap()).unwrap();
@@ -225,13 +246,43 @@ fn a_pasted_code_with_the_wrong_state_is_refused() {
     let mut login = Login::spawn(&dir, &server.base_url(), &["login", "anthropic"]);
     login.wait_line("https://claude.ai/oauth/authorize?");
     login.type_line("the-code#not-the-state");
-    let (code, stderr) = login.finish();
+    let (code, _, err) = login.finish();
     assert_eq!(code, 1);
-    assert!(
-        stderr.contains("Login failed: OAuth state mismatch"),
-        "{stderr}"
-    );
+    assert_eq!(err, "Failed to log in to anthropic: OAuth state mismatch\n");
     assert!(server.requests().is_empty());
+}
+
+#[test]
+fn anthropic_copy_code_login_without_a_browser() {
+    let server = RawServer::start(vec![json_reply(
+        200,
+        json!({"access_token": "sk-ant-oat01-c", "refresh_token": "rc", "expires_in": 28800}),
+    )]);
+    let dir = TempDir::new("login");
+    let mut login = Login::spawn(
+        &dir,
+        &server.base_url(),
+        &["login", "anthropic", "--no-browser"],
+    );
+    let url = login.wait_line("https://claude.ai/oauth/authorize?");
+    let url = url.trim_start();
+    assert_eq!(
+        query_param(url, "redirect_uri"),
+        "https://platform.claude.com/oauth/code/callback"
+    );
+    let state = query_param(url, "state");
+    login.wait_line("Paste the code Anthropic shows after you sign in (code#state): ");
+    login.type_line(&format!("pasted-code#{state}"));
+    let (code, _, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    let body: Value =
+        serde_json::from_slice(server.requests()[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(body["code"], "pasted-code");
+    assert_eq!(
+        body["redirect_uri"],
+        "https://platform.claude.com/oauth/code/callback"
+    );
+    assert_eq!(auth_json(&dir)["anthropic"]["refresh"], "rc");
 }
 
 #[test]
@@ -239,17 +290,26 @@ fn api_key_login_and_logout() {
     let server = RawServer::start(vec![]);
     let dir = TempDir::new("login");
     let mut login = Login::spawn(&dir, &server.base_url(), &["login", "groq"]);
-    login.wait_line("Enter the API key for groq");
+    login.wait_line("Enter the API key for groq: ");
     login.type_line("  gsk-123  ");
-    let (code, stderr) = login.finish();
-    assert_eq!(code, 0, "{stderr}");
+    let (code, out, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("Saved API key for groq. Credentials saved to "),
+        "{out}"
+    );
     let mut login = Login::spawn(
         &dir,
         &server.base_url(),
-        &["login", "anthropic", "--api-key"],
+        &["auth", "login", "anthropic", "--api-key"],
     );
     login.type_line("sk-ant-api");
     assert_eq!(login.finish().0, 0);
+    let mut login = Login::spawn(&dir, &server.base_url(), &["login", "openrouter"]);
+    login.wait_line("https://openrouter.ai/auth?");
+    drop(login.child.stdin.take());
+    let (code, _, err) = login.finish();
+    assert_eq!((code, err.as_str()), (1, "Login cancelled.\n"));
     assert_eq!(
         auth_json(&dir),
         json!({"groq": {"type": "api_key", "key": "gsk-123"},
@@ -268,20 +328,49 @@ fn api_key_login_and_logout() {
     assert_eq!(mode("agent/auth.json"), 0o600);
     assert_eq!(mode("agent"), 0o700);
 
-    let (code, stderr) = Login::spawn(&dir, &server.base_url(), &["logout", "groq"]).finish();
+    let logout = |args: &[&str]| Login::spawn(&dir, &server.base_url(), args).finish();
+    let (code, out, _) = logout(&["logout", "groq"]);
     assert_eq!(code, 0);
-    assert!(stderr.contains("Logged out of groq"), "{stderr}");
+    assert_eq!(
+        out,
+        "Removed stored API key for groq. Environment variables and models.json config are unchanged.\n"
+    );
     assert_eq!(
         auth_json(&dir),
         json!({"anthropic": {"type": "api_key", "key": "sk-ant-api"}})
     );
-    let (code, stderr) = Login::spawn(&dir, &server.base_url(), &["logout", "groq"]).finish();
+    let (code, out, _) = logout(&["auth", "logout", "groq"]);
     assert_eq!(code, 0);
-    assert!(
-        stderr.contains("No credentials stored for groq"),
-        "{stderr}"
+    assert_eq!(
+        out,
+        "No stored credentials for groq. Environment variables and models.json config are unchanged.\n"
     );
-    let (code, stderr) = Login::spawn(&dir, &server.base_url(), &["login"]).finish();
-    assert_eq!(code, 2);
-    assert!(stderr.starts_with("Usage: pi-rpc login"), "{stderr}");
+    let (code, _, err) = logout(&["auth", "login"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "Usage: pi-rpc auth login <provider> [--api-key] [--no-browser]\n"
+        )
+    );
+    let (code, _, err) = logout(&["login", "openai-codex", "--api-key"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "openai-codex has no API key login. Omit --api-key to sign in.\n"
+        )
+    );
+}
+
+#[test]
+fn logging_out_of_an_oauth_provider() {
+    let dir = TempDir::new("login");
+    dir.write(
+        "agent/auth.json",
+        r#"{"xai": {"type": "oauth", "access": "a", "refresh": "r", "expires": 1}}"#,
+    );
+    let (code, out, _) = Login::spawn(&dir, "http://127.0.0.1:9", &["logout", "xai"]).finish();
+    assert_eq!((code, out.as_str()), (0, "Logged out of xai.\n"));
+    assert_eq!(auth_json(&dir), json!({}));
 }

@@ -4,9 +4,13 @@
 //! would store; [`save`] writes it under the lock.
 //!
 //! Implemented: anthropic, openai-codex, openrouter (authorization code + PKCE, loopback or
-//! paste); github-copilot, kimi-coding, meta, xai, radius (device code). Not implemented:
-//! openai "Sign in with ChatGPT" (needs pi's installation id) and Copilot's enabling of
-//! `unconfigured` models at login (needs pi's Copilot model list).
+//! paste; with `browser: false` anthropic's copy-code flow and openai-codex's device code);
+//! github-copilot, kimi-coding, meta, xai, radius (device code). Not implemented: openai "Sign
+//! in with ChatGPT" (needs pi's installation id), radius's browser flow, and Copilot's enabling
+//! of `unconfigured` models at login (needs pi's Copilot model list).
+//!
+//! Texts follow pi's `pi auth login` terminal: `Open this URL to sign in:` / `Open <uri> and
+//! enter code: <code>`, prompts as `<message> (<placeholder>): `.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -36,7 +40,7 @@ pub struct Interaction<'a> {
 impl Interaction<'_> {
     /// Shows `message` and waits for one line.
     pub fn prompt(&self, message: &str) -> Result<String, String> {
-        (self.show)(message);
+        (self.show)(&format!("{message}: "));
         match self.input.recv() {
             Ok(Some(line)) => Ok(line),
             _ => Err("Login cancelled".into()),
@@ -84,11 +88,18 @@ fn callback_host(env: Env) -> String {
         .unwrap_or_else(|| "127.0.0.1".into())
 }
 
-/// Runs the login of `provider` and returns the entry to store.
-pub fn login(provider: &str, io: &Interaction) -> Result<Map<String, Value>, String> {
+/// Runs the login of `provider` and returns the entry to store. `browser: false` (pi's
+/// `--no-browser`) picks the provider's other method where it has one.
+pub fn login(
+    provider: &str,
+    io: &Interaction,
+    browser: bool,
+) -> Result<Map<String, Value>, String> {
     match provider {
-        "anthropic" => anthropic(io),
-        "openai-codex" => openai_codex(io),
+        "anthropic" if browser => anthropic(io),
+        "anthropic" => anthropic_copy_code(io),
+        "openai-codex" if browser => openai_codex(io),
+        "openai-codex" => openai_codex_device(io),
         "openrouter" => openrouter(io),
         "github-copilot" => github_copilot(io),
         "kimi-coding" => kimi(io),
@@ -105,7 +116,7 @@ pub fn login(provider: &str, io: &Interaction) -> Result<Map<String, Value>, Str
 
 /// An `api_key` entry from a key typed on stdin.
 pub fn api_key_login(provider: &str, io: &Interaction) -> Result<Map<String, Value>, String> {
-    let key = io.prompt(&format!("Enter the API key for {provider}:"))?;
+    let key = io.prompt(&format!("Enter the API key for {provider}"))?;
     let key = key.trim();
     if key.is_empty() {
         return Err("No API key entered".into());
@@ -117,26 +128,28 @@ pub fn api_key_login(provider: &str, io: &Interaction) -> Result<Map<String, Val
 }
 
 /// Writes (`Some`) or removes (`None`) `provider`'s entry in auth.json under the lock, as pi's
-/// `modify`/`delete` do. Returns whether an entry was there before.
+/// `modify`/`delete` do, and returns the entry that was there before. Removing an entry that
+/// is not there leaves the file alone.
 pub fn save(
     auth_path: &Path,
     provider: &str,
     entry: Option<Map<String, Value>>,
-) -> Result<bool, String> {
+) -> Result<Option<Value>, String> {
     let real = store::ensure_file(auth_path).map_err(|e| e.to_string())?;
     let lock =
         FileLock::acquire(&real, LockOptions::ASYNC, &|| false).map_err(|e| e.to_string())?;
     let mut data = store::read(&real)?;
-    let existed = match entry {
-        Some(e) => data
-            .insert(provider.to_string(), Value::Object(e))
-            .is_some(),
-        None => data.remove(provider).is_some(),
+    let before = match entry {
+        Some(e) => data.insert(provider.to_string(), Value::Object(e)),
+        None => data.remove(provider),
     };
-    lock.check().map_err(|e| e.to_string())?;
-    store::write(&real, &data).map_err(|e| e.to_string())?;
+    // Removing what is not there changes nothing.
+    if before.is_some() || data.contains_key(provider) {
+        lock.check().map_err(|e| e.to_string())?;
+        store::write(&real, &data).map_err(|e| e.to_string())?;
+    }
     lock.release();
-    Ok(existed)
+    Ok(before)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -217,7 +230,7 @@ fn browser_code(
         callback.as_ref().map_or(port, |c| c.port)
     );
     (io.show)(&format!(
-        "Open this URL in a browser to sign in to {name}:\n{}\nIf the browser runs on another machine, paste the final redirect URL (or the code) here.",
+        "Open this URL to sign in:\n  {}\nComplete login in your browser. If the browser is on another machine, paste the final redirect URL here.\nComplete login in your browser, or paste the authorization code / redirect URL here ({redirect_uri}): ",
         url_for(&redirect_uri)
     ));
     match wait_callback_or_paste(io, callback.as_ref(), limit)? {
@@ -271,13 +284,56 @@ fn anthropic(io: &Interaction) -> Result<Map<String, Value>, String> {
         &url_for,
         Duration::from_secs(15 * 60),
     )?;
+    anthropic_exchange(io, &code, &verifier, &verifier, &redirect_uri)
+}
+
+const ANTHROPIC_COPY_CODE_REDIRECT: &str = "https://platform.claude.com/oauth/code/callback";
+
+/// Anthropic's "copy code" login: the page after sign-in shows `code#state` to paste.
+fn anthropic_copy_code(io: &Interaction) -> Result<Map<String, Value>, String> {
+    let (verifier, challenge) = pkce()?;
+    let url = format!(
+        "{ANTHROPIC_AUTHORIZE}?{}",
+        form_encode(&[
+            ("code", "true"),
+            ("client_id", refresh::ANTHROPIC_CLIENT_ID),
+            ("response_type", "code"),
+            ("redirect_uri", ANTHROPIC_COPY_CODE_REDIRECT),
+            ("scope", ANTHROPIC_SCOPES),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+            ("state", &verifier),
+        ])
+    );
+    (io.show)(&format!(
+        "Open this URL to sign in:\n  {url}\nComplete login in your browser, then copy the code Anthropic shows and paste it here."
+    ));
+    let input = io.prompt("Paste the code Anthropic shows after you sign in (code#state)")?;
+    let (code, state) = parse_authorization_input(&input);
+    if state.as_deref().is_some_and(|s| s != verifier) {
+        return Err("OAuth state mismatch".into());
+    }
+    let code = code
+        .filter(|c| !c.is_empty())
+        .ok_or("Missing authorization code")?;
+    let state = state.unwrap_or_else(|| verifier.clone());
+    anthropic_exchange(io, &code, &state, &verifier, ANTHROPIC_COPY_CODE_REDIRECT)
+}
+
+fn anthropic_exchange(
+    io: &Interaction,
+    code: &str,
+    state: &str,
+    verifier: &str,
+    redirect_uri: &str,
+) -> Result<Map<String, Value>, String> {
     (io.show)("Exchanging authorization code for tokens...");
     let url = refresh::ANTHROPIC_TOKEN_URL;
     let body = serde_json::json!({
         "grant_type": "authorization_code",
         "client_id": refresh::ANTHROPIC_CLIENT_ID,
         "code": code,
-        "state": verifier,
+        "state": state,
         "redirect_uri": redirect_uri,
         "code_verifier": verifier,
     });
@@ -349,6 +405,15 @@ fn openai_codex(io: &Interaction) -> Result<Map<String, Value>, String> {
         &|_| url.clone(),
         Duration::from_secs(15 * 60),
     )?;
+    codex_exchange(io, &code, &verifier, REDIRECT)
+}
+
+fn codex_exchange(
+    io: &Interaction,
+    code: &str,
+    verifier: &str,
+    redirect_uri: &str,
+) -> Result<Map<String, Value>, String> {
     (io.show)("Exchanging authorization code for tokens...");
     let resp = call(
         "POST",
@@ -357,14 +422,113 @@ fn openai_codex(io: &Interaction) -> Result<Map<String, Value>, String> {
         Body::Form(&[
             ("grant_type", "authorization_code"),
             ("client_id", refresh::CODEX_CLIENT_ID),
-            ("code", &code),
-            ("code_verifier", &verifier),
-            ("redirect_uri", REDIRECT),
+            ("code", code),
+            ("code_verifier", verifier),
+            ("redirect_uri", redirect_uri),
         ]),
         &io.ctx(REQUEST_BUDGET),
     )
     .map_err(|e| e.message().to_string())?;
     refresh::codex_credential(&resp, "exchange", (io.now_ms)())
+}
+
+/// OpenAI Codex's device-code login (15 min).
+fn openai_codex_device(io: &Interaction) -> Result<Map<String, Value>, String> {
+    const BASE: &str = "https://auth.openai.com";
+    let body = serde_json::json!({"client_id": refresh::CODEX_CLIENT_ID});
+    let resp = call(
+        "POST",
+        &format!("{BASE}/api/accounts/deviceauth/usercode"),
+        &[],
+        Body::Json(crate::js::json::js_stringify(&body)),
+        &io.ctx(REQUEST_BUDGET),
+    )
+    .map_err(|e| e.message().to_string())?;
+    if resp.status == 404 {
+        return Err("OpenAI Codex device code login is not enabled for this server. Use browser login or verify the server URL.".into());
+    }
+    if !resp.ok() {
+        return Err(format!(
+            "OpenAI Codex device code request failed with status {}{}",
+            resp.status,
+            if resp.body.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", resp.body)
+            }
+        ));
+    }
+    let json = resp.json_object().unwrap_or_default();
+    let interval = match json.get("interval") {
+        Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+        Some(v) => v.as_f64(),
+        None => None,
+    };
+    let (Some(device_auth_id), Some(user_code), Some(interval)) = (
+        str_of(&json, "device_auth_id"),
+        str_of(&json, "user_code"),
+        interval.filter(|i| i.is_finite() && *i >= 0.0),
+    ) else {
+        return Err(format!(
+            "Invalid OpenAI Codex device code response: {}",
+            crate::js::json::js_stringify(&Value::Object(json.clone()))
+        ));
+    };
+    show_device_code(io, user_code, &format!("{BASE}/codex/device"));
+    let poll_body = crate::js::json::js_stringify(
+        &serde_json::json!({"device_auth_id": device_auth_id, "user_code": user_code}),
+    );
+    let (code, verifier) = poll_device(Some(interval), Some(15.0 * 60.0), false, || {
+        let resp = call(
+            "POST",
+            &format!("{BASE}/api/accounts/deviceauth/token"),
+            &[],
+            Body::Json(poll_body.clone()),
+            &io.ctx(REQUEST_BUDGET),
+        )
+        .map_err(|e| e.message().to_string())?;
+        if resp.ok() {
+            let j = resp.json_object().unwrap_or_default();
+            return Ok(
+                match (
+                    str_of(&j, "authorization_code"),
+                    str_of(&j, "code_verifier"),
+                ) {
+                    (Some(c), Some(v)) => Poll::Complete((c.to_string(), v.to_string())),
+                    _ => Poll::Failed(format!(
+                        "Invalid OpenAI Codex device auth token response: {}",
+                        crate::js::json::js_stringify(&Value::Object(j.clone()))
+                    )),
+                },
+            );
+        }
+        if resp.status == 403 || resp.status == 404 {
+            return Ok(Poll::Pending);
+        }
+        let code = serde_json::from_str::<Value>(&resp.body)
+            .ok()
+            .and_then(|j| {
+                let e = j.get("error")?;
+                e.get("code")
+                    .and_then(Value::as_str)
+                    .or_else(|| e.as_str())
+                    .map(str::to_string)
+            });
+        Ok(match code.as_deref() {
+            Some("deviceauth_authorization_pending") => Poll::Pending,
+            Some("slow_down") => Poll::SlowDown(None),
+            _ => Poll::Failed(format!(
+                "OpenAI Codex device auth failed with status {}{}",
+                resp.status,
+                if resp.body.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", resp.body)
+                }
+            )),
+        })
+    })?;
+    codex_exchange(io, &code, &verifier, &format!("{BASE}/deviceauth/callback"))
 }
 
 fn openrouter(io: &Interaction) -> Result<Map<String, Value>, String> {
@@ -494,7 +658,7 @@ pub fn poll_device<T>(
 
 fn show_device_code(io: &Interaction, user_code: &str, uri: &str) {
     (io.show)(&format!(
-        "To sign in, open {uri} and enter the code: {user_code}\nWaiting for authorization..."
+        "Open {uri} and enter code: {user_code}\nWaiting for authentication..."
     ));
 }
 
@@ -511,7 +675,8 @@ fn str_of<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
 const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 fn github_copilot(io: &Interaction) -> Result<Map<String, Value>, String> {
-    let input = io.prompt("GitHub Enterprise URL/domain (blank for github.com):")?;
+    let input =
+        io.prompt("GitHub Enterprise URL/domain (blank for github.com) (company.ghe.com)")?;
     let enterprise = copilot::normalize_domain(&input);
     if !input.trim().is_empty() && enterprise.is_none() {
         return Err("Invalid GitHub Enterprise URL/domain".into());
