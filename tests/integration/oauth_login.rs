@@ -204,11 +204,11 @@ fn anthropic_browser_login_takes_the_loopback_callback() {
     let mut login = Login::spawn(&dir, &server.base_url(), &["login", "anthropic"]);
     let url = login.wait_line("https://claude.ai/oauth/authorize?");
     let url = url.trim_start();
-    let state = query_param(&url, "state");
-    let redirect = query_param(&url, "redirect_uri");
-    assert_eq!(query_param(&url, "code_challenge_method"), "S256");
+    let state = query_param(url, "state");
+    let redirect = query_param(url, "redirect_uri");
+    assert_eq!(query_param(url, "code_challenge_method"), "S256");
     assert_eq!(
-        query_param(&url, "client_id"),
+        query_param(url, "client_id"),
         "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
     );
     assert_eq!(state.len(), 43, "the PKCE verifier is the state");
@@ -373,4 +373,83 @@ fn logging_out_of_an_oauth_provider() {
     let (code, out, _) = Login::spawn(&dir, "http://127.0.0.1:9", &["logout", "xai"]).finish();
     assert_eq!((code, out.as_str()), (0, "Logged out of xai.\n"));
     assert_eq!(auth_json(&dir), json!({}));
+}
+
+/// base64url without padding (a test JWT's payload).
+fn b64url(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..=c.len() {
+            out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+#[test]
+fn openai_codex_device_login_without_a_browser() {
+    let access = format!(
+        "h.{}.s",
+        b64url(
+            json!({"https://api.openai.com/auth": {"chatgpt_account_id": "acct-9"}})
+                .to_string()
+                .as_bytes()
+        )
+    );
+    let server = RawServer::start(vec![
+        json_reply(
+            200,
+            json!({"device_auth_id": "da-1", "user_code": "UC-1", "interval": "0"}),
+        ),
+        json_reply(403, json!({})),
+        json_reply(
+            200,
+            json!({"authorization_code": "ac-1", "code_verifier": "cv-1"}),
+        ),
+        json_reply(
+            200,
+            json!({"access_token": access, "refresh_token": "or", "expires_in": 864000}),
+        ),
+    ]);
+    let dir = TempDir::new("login");
+    let mut login = Login::spawn(
+        &dir,
+        &server.base_url(),
+        &["auth", "login", "openai-codex", "--no-browser"],
+    );
+    assert_eq!(
+        login.wait_line("UC-1"),
+        "Open https://auth.openai.com/codex/device and enter code: UC-1"
+    );
+    let (code, _, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4, "{reqs:#?}");
+    assert!(reqs[0]
+        .head
+        .starts_with("POST /api/accounts/deviceauth/usercode "));
+    assert_eq!(
+        serde_json::from_slice::<Value>(reqs[0].body.as_deref().unwrap()).unwrap(),
+        json!({"client_id": "app_EMoamEEZ73f0CkXaXp7hrann"})
+    );
+    assert!(reqs[1]
+        .head
+        .starts_with("POST /api/accounts/deviceauth/token "));
+    assert_eq!(
+        serde_json::from_slice::<Value>(reqs[1].body.as_deref().unwrap()).unwrap(),
+        json!({"device_auth_id": "da-1", "user_code": "UC-1"})
+    );
+    assert!(reqs[3].head.starts_with("POST /oauth/token "));
+    assert_eq!(
+        form(&reqs[3]),
+        "grant_type=authorization_code&client_id=app_EMoamEEZ73f0CkXaXp7hrann&code=ac-1&code_verifier=cv-1&redirect_uri=https%3A%2F%2Fauth.openai.com%2Fdeviceauth%2Fcallback"
+    );
+    let entry = &auth_json(&dir)["openai-codex"];
+    assert_eq!(entry["accountId"], "acct-9");
+    assert_eq!(entry["refresh"], "or");
+    assert_eq!(entry["access"], json!(access));
 }
