@@ -91,6 +91,7 @@ fn login_command(args: &[String]) -> i32 {
         input: rx,
         env: &env,
         now_ms: &crate::util::now_ms,
+        device_id: &device_id,
     };
     let account = !api_key && oauth::is_oauth_provider(provider);
     let entry = if account {
@@ -118,6 +119,54 @@ fn login_command(args: &[String]) -> i32 {
             1
         }
     }
+}
+
+/// pi's `getOrCreateDeviceId`: the global settings' `deviceId`, created (a random UUID) and
+/// saved under settings.json's lock when missing, as pi's settings manager does (its lock is
+/// `settings.json.lock` without symlink resolution, stale after 10 s, 10 tries 20 ms apart).
+fn device_id() -> Result<String, String> {
+    use crate::llm::oauth::lock::{FileLock, LockOptions};
+    let dir = crate::resources::settings::agent_dir_from_env();
+    let path = dir.join("settings.json");
+    let read = || -> Result<serde_json::Map<String, Value>, String> {
+        match std::fs::read_to_string(&path) {
+            Ok(t) => match serde_json::from_str::<Value>(t.trim_start_matches('\u{feff}')) {
+                Ok(Value::Object(m)) => Ok(m),
+                _ => Err(format!("Invalid settings file {}", path.display())),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(serde_json::Map::new()),
+            Err(e) => Err(format!("{e}: {}", path.display())),
+        }
+    };
+    let existing = |m: &serde_json::Map<String, Value>| {
+        m.get("deviceId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(id) = existing(&read()?) {
+        return Ok(id);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{e}: {}", dir.display()))?;
+    let sync_lock = LockOptions {
+        stale: std::time::Duration::from_secs(10),
+        update: std::time::Duration::from_secs(5),
+        wait: std::time::Duration::from_millis(200),
+    };
+    // The path as given: pi locks settings.json without resolving symlinks.
+    let lock = FileLock::acquire(&path, sync_lock, &|| false).map_err(|e| e.to_string())?;
+    let mut settings = read()?;
+    if let Some(id) = existing(&settings) {
+        lock.release();
+        return Ok(id);
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    settings.insert("deviceId".into(), Value::from(id.clone()));
+    let text = crate::js::json::js_stringify_pretty(&Value::Object(settings));
+    lock.check().map_err(|e| e.to_string())?;
+    std::fs::write(&path, text).map_err(|e| format!("{e}: {}", path.display()))?;
+    lock.release();
+    Ok(id)
 }
 
 fn logout_command(args: &[String]) -> i32 {

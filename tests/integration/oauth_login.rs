@@ -453,3 +453,69 @@ fn openai_codex_device_login_without_a_browser() {
     assert_eq!(entry["refresh"], "or");
     assert_eq!(entry["access"], json!(access));
 }
+
+#[test]
+fn sign_in_with_chatgpt_registers_this_installation_and_stores_the_issued_client() {
+    let server = RawServer::start(vec![json_reply(
+        200,
+        json!({"access_token": "oa", "refresh_token": "orf", "id_token": "idt", "expires_in": 3600,
+               "scope": "openid chatgpt.tokens.use.direct"}),
+    )]);
+    let dir = TempDir::new("login");
+    dir.write("agent/settings.json", r#"{"theme": "dark"}"#);
+    let mut login = Login::spawn(&dir, &server.base_url(), &["login", "openai"]);
+    let url = login.wait_line("https://auth.openai.com/api/accounts/authorize?");
+    let url = url.trim_start();
+    // The installation id pi would use, created in settings.json.
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("agent/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let device = settings["deviceId"].as_str().unwrap().to_string();
+    assert_eq!(settings["theme"], "dark");
+    assert_eq!(
+        query_param(url, "ext_agent_host_id"),
+        format!("urn:uuid:{device}")
+    );
+    assert_eq!(query_param(url, "client_id"), "dynamic_agent_client");
+    let state = query_param(url, "state");
+    let mut s = TcpStream::connect(("127.0.0.1", 1455)).unwrap();
+    write!(
+        s,
+        "GET /auth/callback?code=cc&state={state}&client_id=issued-1 HTTP/1.1\r\nhost: x\r\n\r\n"
+    )
+    .unwrap();
+    let mut page = String::new();
+    s.read_to_string(&mut page).unwrap();
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    let (code, _, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    let req = &server.requests()[0];
+    assert!(req.head.starts_with("POST /api/accounts/oauth/token "));
+    let body = form(req);
+    let fields: Vec<&str> = body.split('&').collect();
+    assert_eq!(fields.len(), 6, "{body}");
+    assert_eq!(
+        fields[..3],
+        [
+            "grant_type=authorization_code",
+            "client_id=issued-1",
+            "code=cc"
+        ]
+    );
+    assert_eq!(fields[3].len(), "code_verifier=".len() + 43, "{body}");
+    assert_eq!(
+        fields[4..],
+        [
+            "redirect_uri=http%3A%2F%2F127.0.0.1%3A1455%2Fauth%2Fcallback",
+            "resource=https%3A%2F%2Fapi.openai.com%2Fv1"
+        ]
+    );
+    let entry = &auth_json(&dir)["openai"];
+    assert_eq!(entry["clientId"], "issued-1");
+    assert_eq!(
+        entry["scopes"],
+        json!(["openid", "chatgpt.tokens.use.direct"])
+    );
+    assert_eq!(entry["access"], "oa");
+}

@@ -5,9 +5,9 @@
 //!
 //! Implemented: anthropic, openai-codex, openrouter (authorization code + PKCE, loopback or
 //! paste; with `browser: false` anthropic's copy-code flow and openai-codex's device code);
-//! github-copilot, kimi-coding, meta, xai, radius (device code). Not implemented: openai "Sign
-//! in with ChatGPT" (needs pi's installation id), radius's browser flow, and Copilot's enabling
-//! of `unconfigured` models at login (needs pi's Copilot model list).
+//! openai "Sign in with ChatGPT" (PKCE with a dynamically issued client id); github-copilot,
+//! kimi-coding, meta, xai, radius (device code). Not implemented: radius's browser flow and
+//! Copilot's enabling of `unconfigured` models at login (needs pi's Copilot model list).
 //!
 //! Texts follow pi's `pi auth login` terminal: `Open this URL to sign in:` / `Open <uri> and
 //! enter code: <code>`, prompts as `<message> (<placeholder>): `.
@@ -35,6 +35,9 @@ pub struct Interaction<'a> {
     pub input: Receiver<Option<String>>,
     pub env: Env<'a>,
     pub now_ms: &'a dyn Fn() -> u64,
+    /// pi's installation id (`deviceId` of the global settings.json, created when missing);
+    /// Sign in with ChatGPT sends it.
+    pub device_id: &'a dyn Fn() -> Result<String, String>,
 }
 
 impl Interaction<'_> {
@@ -106,10 +109,7 @@ pub fn login(
         "meta" => meta(io),
         "xai" => xai(io),
         "radius" => radius(io),
-        "openai" => Err(
-            "Sign in with ChatGPT is not supported by pi-rpc yet; log in with pi, or store an API key (`pi-rpc login openai --api-key`)"
-                .into(),
-        ),
+        "openai" => openai_chatgpt(io),
         other => Err(format!("No OAuth login for provider \"{other}\"")),
     }
 }
@@ -601,6 +601,116 @@ fn openrouter(io: &Interaction) -> Result<Map<String, Value>, String> {
         ("refresh", Value::from("")),
         ("expires", Value::from(9_007_199_254_740_991u64)),
     ]))
+}
+
+const CHATGPT_REDIRECT: &str = "http://127.0.0.1:1455/auth/callback";
+
+/// pi's `authorizationResultFromCallback`: the code and the issued client id.
+fn chatgpt_callback(
+    q: &std::collections::HashMap<String, String>,
+    state: &str,
+) -> Result<(String, String), String> {
+    let code = q
+        .get("code")
+        .filter(|c| !c.is_empty())
+        .ok_or("Missing authorization code")?;
+    match q.get("state").filter(|s| !s.is_empty()) {
+        None => return Err("Missing OAuth state".into()),
+        Some(s) if s != state => return Err("OAuth state mismatch".into()),
+        Some(_) => {}
+    }
+    let client_id = q
+        .get("client_id")
+        .map(|c| c.trim())
+        .filter(|c| !c.is_empty())
+        .ok_or("OpenAI OAuth registration callback did not contain an issued client ID")?;
+    Ok((code.clone(), client_id.to_string()))
+}
+
+/// Sign in with ChatGPT (`openai`): the authorize request registers a client for this
+/// installation; the callback carries its id, which is stored for refreshes.
+fn openai_chatgpt(io: &Interaction) -> Result<Map<String, Value>, String> {
+    let device = (io.device_id)()?;
+    if uuid::Uuid::parse_str(&device).is_err() || device.len() != 36 {
+        return Err(
+            "Sign in with ChatGPT requires a device ID (UUID) for this installation".into(),
+        );
+    }
+    let host_id = format!("urn:uuid:{}", device.to_ascii_lowercase());
+    let (verifier, challenge) = pkce()?;
+    let state = b64::encode_url(&random_bytes(32)?);
+    let nonce = b64::encode_url(&random_bytes(32)?);
+    let callback = loopback::start(
+        &callback_host(io.env),
+        1455,
+        "/auth/callback",
+        None,
+        "ChatGPT",
+    )
+    .map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            "Port 1455 is in use, probably by an unfinished login in another pi session or by the Codex CLI. Cancel that login and try again.".to_string()
+        } else {
+            e.to_string()
+        }
+    })?;
+    let url = format!(
+        "https://auth.openai.com/api/accounts/authorize?{}",
+        form_encode(&[
+            ("client_id", "dynamic_agent_client"),
+            ("agent_name_hint", "Pi"),
+            ("ext_agent_host_id", &host_id),
+            ("response_type", "code"),
+            ("redirect_uri", CHATGPT_REDIRECT),
+            ("resource", refresh::CHATGPT_RESOURCE),
+            (
+                "scope",
+                "openid profile email offline_access resource.invoke chatgpt.tokens.use.direct",
+            ),
+            ("state", &state),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+            ("nonce", &nonce),
+        ])
+    );
+    (io.show)(&format!(
+        "Open this URL to sign in:\n  {url}\nComplete sign-in in your browser. If the callback does not complete, paste the final redirect URL here.\nComplete login in your browser, or paste the final redirect URL here ({CHATGPT_REDIRECT}): "
+    ));
+    let (code, client_id) =
+        match wait_callback_or_paste(io, Some(&callback), Duration::from_secs(15 * 60))? {
+            Received::Callback(q) => chatgpt_callback(&q, &state)?,
+            Received::Pasted(line) => {
+                let line = line.trim();
+                let (base, query) = line.split_once('?').unwrap_or((line, ""));
+                if base != CHATGPT_REDIRECT {
+                    return Err(if line.contains("://") {
+                        format!("The pasted callback URL must start with {CHATGPT_REDIRECT}")
+                    } else {
+                        "Paste the full callback URL from the browser".into()
+                    });
+                }
+                let q = loopback::parse_query(query.split('#').next().unwrap_or(""));
+                if let Some(error) = q.get("error") {
+                    return Err(format!("ChatGPT authorization failed: {error}"));
+                }
+                chatgpt_callback(&q, &state)?
+            }
+        };
+    drop(callback);
+    (io.show)("Exchanging authorization code for tokens...");
+    refresh::chatgpt_token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", &client_id),
+            ("code", &code),
+            ("code_verifier", &verifier),
+            ("redirect_uri", CHATGPT_REDIRECT),
+            ("resource", refresh::CHATGPT_RESOURCE),
+        ],
+        &client_id,
+        true,
+        &io.ctx(REQUEST_BUDGET),
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
