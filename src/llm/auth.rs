@@ -528,13 +528,6 @@ impl AuthStore {
         store
     }
 
-    /// Uses `path` as the auth.json that OAuth refreshes lock, re-read and write (tests; `load`
-    /// sets it).
-    pub fn with_auth_path(mut self, path: PathBuf) -> AuthStore {
-        self.auth_path = Some(path);
-        self
-    }
-
     /// Builds a store from auth.json text (`None` = no file). `path` only names the file in
     /// diagnostics.
     pub fn from_json(text: Option<&str>, path: &str, diags: &mut Vec<String>) -> AuthStore {
