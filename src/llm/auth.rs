@@ -1031,6 +1031,58 @@ mod tests {
     }
 
     #[test]
+    fn threads_needing_the_same_refresh_share_one_request() {
+        use std::io::{Read as _, Write as _};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let hits = Arc::new(AtomicUsize::new(0));
+        let server_hits = Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                server_hits.fetch_add(1, Ordering::SeqCst);
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                // Slow enough for the other threads to arrive meanwhile.
+                std::thread::sleep(Duration::from_millis(300));
+                let body = r#"{"access_token":"new","refresh_token":"r2","expires_in":3600}"#;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        let dir = std::env::temp_dir().join(format!("pi-rpc-auth-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("auth.json"),
+            r#"{"xai": {"type": "oauth", "refresh": "r1", "access": "old", "expires": 1}}"#,
+        )
+        .unwrap();
+        let mut diags = Vec::new();
+        let s = Arc::new(
+            AuthStore::load(&dir, &mut diags)
+                .with_env(fake_env(&[(oauth::ORIGIN_OVERRIDE_VAR, origin.as_str())])),
+        );
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let s = Arc::clone(&s);
+                std::thread::spawn(move || s.api_key("xai").unwrap())
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().unwrap().as_deref(), Some("new"));
+        }
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        // Later calls use the refreshed entry from memory.
+        assert_eq!(s.api_key("xai").unwrap().as_deref(), Some("new"));
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn malformed_auth_json_is_reported_not_fatal() {
         let (s, diags) = store(Some("{\n  \"a\": {\"type\": \"api_key\",\n  oops\n}"), &[]);
         assert_eq!(diags.len(), 1);

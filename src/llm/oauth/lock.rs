@@ -513,6 +513,23 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_kept_fresh_is_not_taken_over_however_long_it_is_held() {
+        let (dir, file) = temp_file();
+        // The holder touches every 50 ms; a waiter calls 300 ms stale and waits 900 ms.
+        let holder = FileLock::acquire(&file, FAST, &|| false).unwrap();
+        let waiter = LockOptions {
+            stale: Duration::from_millis(300),
+            update: Duration::from_millis(50),
+            wait: Duration::from_millis(900),
+        };
+        let err = FileLock::acquire(&file, waiter, &|| false).unwrap_err();
+        assert!(matches!(err, LockError::Locked), "{err:?}");
+        holder.check().unwrap();
+        holder.release();
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn retry_delays_grow_to_one_to_two_seconds() {
         for n in 0..12 {
             let d = retry_delay(n).as_millis() as u64;
