@@ -519,3 +519,89 @@ fn sign_in_with_chatgpt_registers_this_installation_and_stores_the_issued_client
     );
     assert_eq!(entry["access"], "oa");
 }
+
+#[test]
+fn radius_browser_login_uses_the_discovered_authorization_endpoint() {
+    let server = RawServer::start(vec![
+        json_reply(
+            200,
+            json!({"authorizationEndpoint": "https://login.radius.example/authorize"}),
+        ),
+        json_reply(
+            200,
+            json!({"access_token": "ra", "refresh_token": "rr", "expires_in": 600, "scope": "gateway offline_access"}),
+        ),
+    ]);
+    let dir = TempDir::new("login");
+    let mut login = Login::spawn(&dir, &server.base_url(), &["login", "radius"]);
+    let url = login.wait_line("https://login.radius.example/authorize?");
+    let url = url.trim_start();
+    assert_eq!(query_param(url, "handoff"), "url");
+    assert_eq!(
+        query_param(url, "redirect_uri"),
+        "http://127.0.0.1:1456/oauth/callback"
+    );
+    let state = query_param(url, "state");
+    let mut s = TcpStream::connect(("127.0.0.1", 1456)).unwrap();
+    write!(
+        s,
+        "GET /oauth/callback?code=rc&state={state} HTTP/1.1\r\nhost: x\r\n\r\n"
+    )
+    .unwrap();
+    let mut page = String::new();
+    s.read_to_string(&mut page).unwrap();
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    let (code, _, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    let reqs = server.requests();
+    assert!(
+        reqs[0].head.starts_with("GET /v1/oauth "),
+        "{}",
+        reqs[0].head
+    );
+    assert!(reqs[1].head.starts_with("POST /v1/oauth/token "));
+    assert!(form(&reqs[1]).starts_with(
+        "grant_type=authorization_code&client_id=pi-gateway&redirect_uri=http%3A%2F%2F127.0.0.1%3A1456%2Foauth%2Fcallback&code=rc&code_verifier="
+    ));
+    let entry = &auth_json(&dir)["radius"];
+    assert_eq!(entry["access"], "ra");
+    assert_eq!(entry["scope"], "gateway offline_access");
+}
+
+#[test]
+fn radius_device_login_without_a_browser() {
+    let server = RawServer::start(vec![
+        json_reply(
+            200,
+            json!({"device_code": "rd", "user_code": "RU-1", "verification_uri": "https://radius.example/device",
+                   "expires_in": 60, "interval": 1}),
+        ),
+        json_reply(400, json!({"error": "authorization_pending"})),
+        json_reply(
+            200,
+            json!({"access_token": "ra", "refresh_token": "rr", "expires_in": 600}),
+        ),
+    ]);
+    let dir = TempDir::new("login");
+    let mut login = Login::spawn(
+        &dir,
+        &server.base_url(),
+        &["login", "radius", "--no-browser"],
+    );
+    assert_eq!(
+        login.wait_line("RU-1"),
+        "Open https://radius.example/device and enter code: RU-1"
+    );
+    let (code, _, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    let reqs = server.requests();
+    assert_eq!(
+        form(&reqs[0]),
+        "client_id=pi-gateway&scope=gateway+offline_access"
+    );
+    assert_eq!(
+        form(&reqs[2]),
+        "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code&client_id=pi-gateway&device_code=rd"
+    );
+    assert_eq!(auth_json(&dir)["radius"]["refresh"], "rr");
+}

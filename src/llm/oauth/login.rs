@@ -5,9 +5,11 @@
 //!
 //! Implemented: anthropic, openai-codex, openrouter (authorization code + PKCE, loopback or
 //! paste; with `browser: false` anthropic's copy-code flow and openai-codex's device code);
-//! openai "Sign in with ChatGPT" (PKCE with a dynamically issued client id); github-copilot,
-//! kimi-coding, meta, xai, radius (device code). Not implemented: radius's browser flow and
-//! Copilot's enabling of `unconfigured` models at login (needs pi's Copilot model list).
+//! openai "Sign in with ChatGPT" (PKCE with a dynamically issued client id); radius (browser
+//! through the gateway's discovered authorization endpoint, loopback only, or with
+//! `browser: false` a device code); github-copilot, kimi-coding, meta, xai (device code). Not
+//! implemented: Copilot's enabling of `unconfigured` models at login (needs pi's Copilot model
+//! list).
 //!
 //! Texts follow pi's `pi auth login` terminal: `Open this URL to sign in:` / `Open <uri> and
 //! enter code: <code>`, prompts as `<message> (<placeholder>): `.
@@ -108,6 +110,7 @@ pub fn login(
         "kimi-coding" => kimi(io),
         "meta" => meta(io),
         "xai" => xai(io),
+        "radius" if browser => radius_browser(io),
         "radius" => radius(io),
         "openai" => openai_chatgpt(io),
         other => Err(format!("No OAuth login for provider \"{other}\"")),
@@ -1121,6 +1124,77 @@ fn xai(io: &Interaction) -> Result<Map<String, Value>, String> {
             }
             Err(e) => Err(e.message("device token polling")),
         },
+    )
+}
+
+/// Radius's browser sign-in: the authorization endpoint comes from `<gateway>/v1/oauth`; the
+/// callback (127.0.0.1:1456) is the only way back, as in pi.
+fn radius_browser(io: &Interaction) -> Result<Map<String, Value>, String> {
+    const REDIRECT: &str = "http://127.0.0.1:1456/oauth/callback";
+    let gateway = refresh::RADIUS_GATEWAY;
+    let resp = call(
+        "GET",
+        &format!("{gateway}/v1/oauth"),
+        &[("accept", "application/json")],
+        Body::None,
+        &io.ctx(REQUEST_BUDGET),
+    )
+    .map_err(|e| e.message().to_string())?;
+    if !resp.ok() {
+        return Err(format!(
+            "Could not load Radius OAuth config from {gateway}: {} {}",
+            resp.status, resp.body
+        ));
+    }
+    let discovery = resp.json_object().unwrap_or_default();
+    let endpoint = trusted_http_url(str_of(&discovery, "authorizationEndpoint"))
+        .ok_or_else(|| format!("Invalid Radius OAuth config from {gateway}"))?;
+    let (verifier, challenge) = pkce()?;
+    let state = uuid::Uuid::new_v4().to_string();
+    let callback = loopback::start(
+        "127.0.0.1",
+        1456,
+        "/oauth/callback",
+        Some(state.clone()),
+        "Radius",
+    )
+    .map_err(|e| e.to_string())?;
+    let base = endpoint.split(['?', '#']).next().unwrap_or(&endpoint);
+    let url = format!(
+        "{base}?{}",
+        form_encode(&[
+            ("response_type", "code"),
+            ("client_id", refresh::RADIUS_CLIENT_ID),
+            ("redirect_uri", REDIRECT),
+            ("scope", "gateway offline_access"),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+            ("handoff", "url"),
+            ("state", &state),
+        ])
+    );
+    (io.show)(&format!(
+        "Listening for OAuth callback on {REDIRECT}\nOpen this URL to sign in:\n  {url}\nContinue in your browser."
+    ));
+    let code = crossbeam_channel::select! {
+        recv(callback.rx) -> r => match r {
+            Ok(Ok(q)) => q.get("code").cloned().unwrap_or_default(),
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err("OAuth callback did not complete.".into()),
+        },
+        recv(after(Duration::from_secs(15 * 60))) -> _ => return Err("Login timed out".into()),
+    };
+    drop(callback);
+    refresh::radius_token(
+        gateway,
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", refresh::RADIUS_CLIENT_ID),
+            ("redirect_uri", REDIRECT),
+            ("code", &code),
+            ("code_verifier", &verifier),
+        ],
+        &io.ctx(REQUEST_BUDGET),
     )
 }
 
