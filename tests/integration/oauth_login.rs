@@ -605,3 +605,85 @@ fn radius_device_login_without_a_browser() {
     );
     assert_eq!(auth_json(&dir)["radius"]["refresh"], "rr");
 }
+
+#[test]
+fn github_copilot_device_login_exchanges_and_lists_models() {
+    let server = RawServer::start(vec![
+        json_reply(
+            200,
+            json!({"device_code": "gd", "user_code": "GH-12", "verification_uri": "https://github.com/login/device",
+                   "expires_in": 60, "interval": 1}),
+        ),
+        json_reply(200, json!({"error": "authorization_pending"})),
+        json_reply(
+            200,
+            json!({"access_token": "gho_x", "token_type": "bearer"}),
+        ),
+        json_reply(
+            200,
+            json!({"token": "tid=1;proxy-ep=proxy.individual.githubcopilot.com", "expires_at": 4_000_000_000u64}),
+        ),
+        json_reply(
+            200,
+            json!({"data": [{"id": "m-a", "model_picker_enabled": true}]}),
+        ),
+    ]);
+    let dir = TempDir::new("login");
+    let mut login = Login::spawn(&dir, &server.base_url(), &["login", "github-copilot"]);
+    login.wait_line("GitHub Enterprise URL/domain");
+    login.type_line("");
+    // The prompt's line: stdin is a pipe, so the answer is not echoed after it.
+    assert!(login
+        .wait_line("GH-12")
+        .ends_with("Open https://github.com/login/device and enter code: GH-12"));
+    let (code, _, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 5, "{reqs:#?}");
+    assert!(reqs[0].head.starts_with("POST /login/device/code "));
+    assert_eq!(
+        form(&reqs[0]),
+        "client_id=Iv1.b507a08c87ecfe98&scope=read%3Auser"
+    );
+    assert!(reqs[2].head.starts_with("POST /login/oauth/access_token "));
+    assert!(reqs[3].head.starts_with("GET /copilot_internal/v2/token "));
+    assert!(reqs[4].head.starts_with("GET /models "));
+    assert_eq!(
+        auth_json(&dir)["github-copilot"],
+        json!({"type": "oauth", "refresh": "gho_x",
+               "access": "tid=1;proxy-ep=proxy.individual.githubcopilot.com",
+               "expires": 4_000_000_000_000u64 - 300_000, "availableModelIds": ["m-a"]})
+    );
+}
+
+#[test]
+fn meta_device_login_mints_a_model_api_key() {
+    let server = RawServer::start(vec![
+        json_reply(
+            200,
+            json!({"device_code": "md", "user_code": "MU-1", "verification_uri": "https://auth.meta.com/device",
+                   "expires_in": 60, "interval": 1}),
+        ),
+        json_reply(200, json!({"access_token": "identity"})),
+        json_reply(200, json!({"api_key": "meta-key"})),
+    ]);
+    let dir = TempDir::new("login");
+    let mut login = Login::spawn(&dir, &server.base_url(), &["login", "meta"]);
+    login.wait_line("MU-1");
+    let (code, _, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    let reqs = server.requests();
+    assert!(reqs[0]
+        .head
+        .starts_with("POST /oidc/device/authorization/ "));
+    assert!(reqs[1].head.starts_with("POST /oidc/device/token/ "));
+    let mint = reqs[2].head.to_ascii_lowercase();
+    assert!(mint.starts_with("post /muse-code/key "), "{mint}");
+    assert!(mint.contains("authorization: bearer identity"));
+    assert!(mint.contains("x-api-version: 1.0.0"));
+    let entry = &auth_json(&dir)["meta"];
+    assert_eq!(
+        (&entry["access"], &entry["refresh"]),
+        (&json!("meta-key"), &json!("identity"))
+    );
+}
