@@ -687,3 +687,45 @@ fn meta_device_login_mints_a_model_api_key() {
         (&json!("meta-key"), &json!("identity"))
     );
 }
+
+#[test]
+fn kimi_device_login_shows_the_complete_verification_uri() {
+    let server = RawServer::start(vec![
+        json_reply(
+            200,
+            json!({"device_code": "kd", "user_code": "KU-1", "verification_uri": "https://www.kimi.com/device",
+                   "verification_uri_complete": "https://www.kimi.com/device?code=KU-1",
+                   "expires_in": 60, "interval": 1}),
+        ),
+        json_reply(400, json!({"error": "authorization_pending"})),
+        json_reply(
+            200,
+            json!({"access_token": "ka", "refresh_token": "kr", "expires_in": 900}),
+        ),
+    ]);
+    let dir = TempDir::new("login");
+    let mut login = Login::spawn(&dir, &server.base_url(), &["login", "kimi-coding"]);
+    assert_eq!(
+        login.wait_line("KU-1"),
+        "Open https://www.kimi.com/device?code=KU-1 and enter code: KU-1"
+    );
+    let (code, _, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    let reqs = server.requests();
+    assert!(reqs[0]
+        .head
+        .starts_with("POST /api/oauth/device_authorization "));
+    assert_eq!(
+        form(&reqs[0]),
+        "client_id=17e5f671-d194-4dfb-9706-5516cb48c098"
+    );
+    assert_eq!(
+        form(&reqs[2]),
+        "client_id=17e5f671-d194-4dfb-9706-5516cb48c098&device_code=kd&grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code"
+    );
+    let entry = &auth_json(&dir)["kimi-coding"];
+    assert_eq!(
+        (&entry["access"], &entry["refresh"]),
+        (&json!("ka"), &json!("kr"))
+    );
+}
