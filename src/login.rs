@@ -92,6 +92,7 @@ fn login_command(args: &[String]) -> i32 {
         env: &env,
         now_ms: &crate::util::now_ms,
         device_id: &device_id,
+        cancelled: std::cell::Cell::new(false),
     };
     let account = !api_key && oauth::is_oauth_provider(provider);
     let entry = if account {
@@ -110,7 +111,7 @@ fn login_command(args: &[String]) -> i32 {
             say(&format!("{what}. Credentials saved to {}", path.display()));
             0
         }
-        Err(m) if m == "Login cancelled" => {
+        Err(_) if io.cancelled.get() => {
             eprintln!("Login cancelled.");
             1
         }

@@ -40,6 +40,8 @@ pub struct Interaction<'a> {
     /// pi's installation id (`deviceId` of the global settings.json, created when missing);
     /// Sign in with ChatGPT sends it.
     pub device_id: &'a dyn Fn() -> Result<String, String>,
+    /// Set when the input closed while a flow waited on it (pi: "Login cancelled").
+    pub cancelled: std::cell::Cell<bool>,
 }
 
 impl Interaction<'_> {
@@ -48,7 +50,10 @@ impl Interaction<'_> {
         (self.show)(&format!("{message}: "));
         match self.input.recv() {
             Ok(Some(line)) => Ok(line),
-            _ => Err("Login cancelled".into()),
+            _ => {
+                self.cancelled.set(true);
+                Err("Login cancelled".into())
+            }
         }
     }
 
@@ -180,7 +185,10 @@ fn wait_callback_or_paste(
         },
         recv(io.input) -> line => match line {
             Ok(Some(l)) => Ok(Received::Pasted(l)),
-            _ => Err("Login cancelled".into()),
+            _ => {
+                io.cancelled.set(true);
+                Err("Login cancelled".into())
+            }
         },
         recv(timeout) -> _ => Err("Login timed out".into()),
     }
