@@ -698,6 +698,25 @@ impl AuthStore {
         }
     }
 
+    /// The request-side data of the provider's stored OAuth entry (the newest this process
+    /// knows, refreshed or loaded), without refreshing anything. `None` without such an entry.
+    pub fn oauth_info(&self, provider: &str) -> Option<oauth::OAuthInfo> {
+        let Some(AuthEntry::OAuth { entry, .. }) = self.entries.get(provider) else {
+            return None;
+        };
+        let latest = self
+            .oauth_live
+            .slots
+            .lock()
+            .get(provider)
+            .and_then(|slot| slot.latest.clone());
+        match latest {
+            Some(Some(e)) => Some(oauth::info(provider, &e)),
+            Some(None) => None,
+            None => Some(oauth::info(provider, entry)),
+        }
+    }
+
     fn oauth_valid(&self, access: &str, expires_ms: f64) -> bool {
         !access.is_empty() && expires_ms > (self.now_ms)() as f64
     }

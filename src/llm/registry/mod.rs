@@ -9,7 +9,9 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use super::auth::{resolve_config_value, strip_serde_position, AuthError, AuthStore};
+use super::auth::{
+    resolve_config_value, strip_serde_position, AuthError, AuthStore, CredentialSource,
+};
 use super::model::{number_to_u64, Model, ModelCost};
 use super::thinking::ThinkingLevel;
 
@@ -69,6 +71,9 @@ pub const DEFAULT_MODEL_PER_PROVIDER: &[(&str, &str)] = &[
     ("xiaomi-token-plan-ams", "mimo-v2.6-pro"),
     ("xiaomi-token-plan-sgp", "mimo-v2.6-pro"),
 ];
+
+/// The catalog's GitHub Copilot host, replaced by the one an OAuth token names.
+const COPILOT_DEFAULT_BASE_URL: &str = "https://api.individual.githubcopilot.com";
 
 /// Errors of model lookup by pattern. `Display` is pi's wording.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -381,8 +386,23 @@ impl ModelRegistry {
         self.slots
             .iter()
             .filter(|s| s.count > 0 && self.auth.has_credentials(&s.config.id))
-            .flat_map(|s| s.models().iter().cloned())
+            .flat_map(|s| {
+                let allowed = self.allowed_ids(&s.config.id);
+                s.models()
+                    .iter()
+                    .filter(move |m| allowed.as_ref().is_none_or(|ids| ids.contains(&m.id)))
+                    .cloned()
+            })
             .collect()
+    }
+
+    /// GitHub Copilot signed in with OAuth lists only the models the account may use (the
+    /// entry's `availableModelIds`); `None` when nothing restricts the provider.
+    fn allowed_ids(&self, provider: &str) -> Option<Vec<String>> {
+        if provider != "github-copilot" {
+            return None;
+        }
+        self.auth.oauth_info(provider)?.available_model_ids
     }
 
     /// Exact lookup by provider and id.
@@ -393,6 +413,12 @@ impl ModelRegistry {
     /// Exact lookup among available models (what `set_model` uses).
     pub fn find_available(&self, provider: &str, id: &str) -> Option<Model> {
         if !self.auth.has_credentials(provider) {
+            return None;
+        }
+        if self
+            .allowed_ids(provider)
+            .is_some_and(|ids| !ids.iter().any(|i| i == id))
+        {
             return None;
         }
         self.find(provider, id).cloned()
@@ -460,6 +486,11 @@ impl ModelRegistry {
             .auth
             .credential(provider)?
             .filter(|_| self.auth.settings_present(provider));
+        let oauth_base_url = credential
+            .as_ref()
+            .filter(|c| provider == "github-copilot" && c.source == CredentialSource::OAuth)
+            .and_then(|_| self.auth.oauth_info(provider))
+            .and_then(|o| o.base_url);
         let env = self.auth.env();
         let mut out = RequestAuth::default();
         let mut headers: Vec<(String, String)> = Vec::new();
@@ -475,6 +506,13 @@ impl ModelRegistry {
         }
         if model.base_url.contains('{') {
             out.base_url = Some(self.auth.fill_base_url(provider, &model.base_url));
+        }
+        // Copilot signed in with OAuth: the token names the API host (its `proxy-ep`), which
+        // replaces the catalog's default host; a models.json baseUrl is left alone.
+        if let Some(url) = oauth_base_url {
+            if model.base_url == COPILOT_DEFAULT_BASE_URL {
+                out.base_url = Some(url);
+            }
         }
         if let Some(h) = cfg.and_then(|c| c.headers.as_ref()) {
             for (name, value) in h {
@@ -716,6 +754,38 @@ mod tests {
         assert_eq!(
             r.default_model().map(|m| m.id),
             Some("gemini-4-argon".into())
+        );
+    }
+
+    #[test]
+    fn copilot_oauth_names_the_host_and_the_models() {
+        let auth_json = r#"{"github-copilot": {"type": "oauth", "refresh": "gho_x",
+            "access": "tid=1;exp=9999999999;proxy-ep=proxy.business.githubcopilot.com;",
+            "expires": 99999999999999, "availableModelIds": ["gpt-6.1-sol", "not-in-the-catalog"]}}"#;
+        let mut diags = Vec::new();
+        let auth =
+            AuthStore::from_json(Some(auth_json), "auth.json", &mut diags).with_env(fake_env(&[]));
+        let r = ModelRegistry::from_parts(None, auth, &mut diags);
+        assert!(diags.is_empty(), "{diags:?}");
+        let listed: Vec<String> = r.available().into_iter().map(|m| m.id).collect();
+        assert_eq!(listed, ["gpt-6.1-sol"]);
+        assert!(r.find_available("github-copilot", "gpt-6.1-sol").is_some());
+        let hidden = r
+            .find("github-copilot", "gpt-6.2-sol")
+            .map(|m| m.id.clone())
+            .or_else(|| {
+                r.provider_models("github-copilot")
+                    .iter()
+                    .map(|m| m.id.clone())
+                    .find(|id| !listed.contains(id))
+            })
+            .unwrap();
+        assert!(r.find_available("github-copilot", &hidden).is_none());
+        let m = r.find("github-copilot", "gpt-6.1-sol").unwrap().clone();
+        let auth = r.request_auth(&m).unwrap();
+        assert_eq!(
+            auth.base_url.as_deref(),
+            Some("https://api.business.githubcopilot.com")
         );
     }
 
