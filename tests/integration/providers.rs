@@ -343,3 +343,25 @@ fn models_store_entries_newer_than_the_catalog_apply() {
     assert!(models.iter().all(|m| m["id"] != "old-groq"));
     assert_eq!(models.iter().filter(|m| m["provider"] == "groq").count(), 7);
 }
+
+/// `--list-models <search>` prints what pi 1.6.0 prints for the same credentials and search
+/// (captured from it): pi-tui's fuzzy token match on "<provider> <id>", localeCompare order
+/// ("~moonshotai/…" first, "k3:batch" before "k3.1"), "1.0M" for 1,048,576.
+#[test]
+fn list_models_search_matches_pi() {
+    let expected = include_str!("../fixtures/pi160_list_models_k3.txt");
+    let root = crate::support::tempdir::TempDir::new("list-models");
+    std::fs::create_dir_all(root.path().join("agent")).expect("agent dir");
+    let out = std::process::Command::new(crate::support::outside::pi_rpc_bin())
+        .args(["--list-models", "k3"])
+        .env_clear()
+        .env("HOME", root.path())
+        .env("PI_CODING_AGENT_DIR", root.path().join("agent"))
+        .env("OPENROUTER_API_KEY", "k")
+        .env("CLOUDFLARE_API_KEY", "k")
+        .env("CLOUDFLARE_ACCOUNT_ID", "a")
+        .env("HF_TOKEN", "k")
+        .output()
+        .expect("run pi-rpc");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}

@@ -21,6 +21,7 @@ mod patterns;
 mod store;
 
 use self::models_json::*;
+pub(crate) use self::patterns::locale_cmp;
 
 /// pi's `defaultModelPerProvider`: the preferred first model of each provider, in pi's order
 /// (used for the initial model and as the template of a custom model id).
