@@ -542,9 +542,14 @@ pub fn run_rpc(session: AgentSession, plan: crate::extensions::ExtensionPlan) ->
 
 /// `1048576` → `1M`, `128000` → `128K`, `16384` → `16.4K` (one decimal, `.0` dropped).
 fn format_token_count(n: u64) -> String {
+    // pi's formatTokenCount: whole values bare ("1M", "256K"), others with one decimal
+    // ("1.0M" for 1,048,576, "16.4K"), rounded as JavaScript's toFixed(1) does.
     let short = |v: f64, unit: &str| {
-        let s = format!("{v:.1}");
-        format!("{}{unit}", s.strip_suffix(".0").unwrap_or(&s))
+        if v.fract() == 0.0 {
+            format!("{v}{unit}")
+        } else {
+            format!("{}{unit}", js_to_fixed_1(v))
+        }
     };
     if n >= 1_000_000 {
         short(n as f64 / 1_000_000.0, "M")
@@ -553,6 +558,59 @@ fn format_token_count(n: u64) -> String {
     } else {
         n.to_string()
     }
+}
+
+/// JavaScript's `x.toFixed(1)` for a positive finite `x`: the decimal closest to `x`, a tie
+/// (judged on `x`'s exact binary value) rounding up.
+fn js_to_fixed_1(x: f64) -> String {
+    // `x * 10` is exact enough here: token counts divided by 1e3/1e6 have few significant
+    // digits, and a tie is only possible when the hundredths digit is exactly 5.
+    let scaled = x * 10.0;
+    let floor = scaled.floor();
+    let tenths = if scaled - floor >= 0.5 {
+        floor + 1.0
+    } else {
+        floor
+    };
+    format!("{:.1}", tenths / 10.0)
+}
+
+/// pi-tui's `fuzzyFilter` predicate for `--list-models <search>`: every token of the search
+/// (split on whitespace and `/`) must occur in `"<provider> <id>"` as a subsequence, or, for a
+/// token like `k3`/`3k`, with its letters and digits swapped.
+fn list_models_match(search: &str, text: &str) -> bool {
+    fn subsequence(query: &str, text: &str) -> bool {
+        let mut chars = text.chars();
+        query.chars().all(|q| chars.any(|c| c == q))
+    }
+    let text = text.to_lowercase();
+    search
+        .split(|c: char| c.is_whitespace() || c == '/')
+        .filter(|t| !t.is_empty())
+        .all(|token| {
+            let token = token.to_lowercase();
+            if subsequence(&token, &text) {
+                return true;
+            }
+            let letters: String = token.chars().take_while(char::is_ascii_lowercase).collect();
+            let digits: String = token.chars().take_while(char::is_ascii_digit).collect();
+            let swapped = if !letters.is_empty()
+                && token[letters.len()..].chars().all(|c| c.is_ascii_digit())
+                && token.len() > letters.len()
+            {
+                format!("{}{letters}", &token[letters.len()..])
+            } else if !digits.is_empty()
+                && token[digits.len()..]
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase())
+                && token.len() > digits.len()
+            {
+                format!("{}{digits}", &token[digits.len()..])
+            } else {
+                return false;
+            };
+            subsequence(&swapped, &text)
+        })
 }
 
 /// `--list-models [search]`: a table of the available models, sorted by provider and id.
@@ -569,19 +627,15 @@ fn list_models(search: &str) -> i32 {
         );
         return 0;
     }
-    let needle = search.to_lowercase();
-    models.retain(|m| {
-        needle.is_empty()
-            || format!("{}/{}", m.provider, m.id)
-                .to_lowercase()
-                .contains(&needle)
-            || m.name.to_lowercase().contains(&needle)
-    });
+    models.retain(|m| list_models_match(search, &format!("{} {}", m.provider, m.id)));
     if models.is_empty() {
-        println!("No models match \"{search}\"");
+        println!("No models matching \"{search}\"");
         return 0;
     }
-    models.sort_by(|a, b| (&a.provider, &a.id).cmp(&(&b.provider, &b.id)));
+    models.sort_by(|a, b| {
+        crate::llm::registry::locale_cmp(&a.provider, &b.provider)
+            .then_with(|| crate::llm::registry::locale_cmp(&a.id, &b.id))
+    });
     let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
     let mut rows = vec![[
         "provider".to_string(),

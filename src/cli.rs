@@ -407,6 +407,10 @@ pi-rpc - a headless coding agent speaking the pi RPC protocol (JSONL on stdin/st
 
 Usage:
   pi-rpc [options] [--] [@files...] [messages...]
+  pi-rpc auth login <provider> [--api-key] [--no-browser]
+                                 Sign in with an account (browser URL with a loopback callback or a pasted
+                                 code, or a device code), or save an API key read from stdin; auth.json
+  pi-rpc auth logout <provider>  Remove the stored credential (also: pi-rpc login / pi-rpc logout)
 
 Modes:
   --mode <mode>                  rpc (default): JSONL commands on stdin, responses and events on stdout;

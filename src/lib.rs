@@ -6,7 +6,7 @@
 //! Start-up and modes:
 //! - [`cli`]: pi's command-line parser, ported; [`app`]: start-up, then RPC, print or export
 //!   mode; `print`: the print modes (`-p`, `--mode json`); `exit`: ending the process (child
-//!   process groups first).
+//!   process groups first); [`login`]: the `login` / `logout` subcommands.
 //!
 //! The RPC protocol:
 //! - [`protocol`]: wire types only (commands, events, responses, response data, the messages
@@ -47,6 +47,7 @@ pub(crate) mod extensions;
 pub mod image;
 pub mod js;
 pub mod llm;
+pub mod login;
 pub(crate) mod mcp;
 pub(crate) mod output;
 pub(crate) mod print;

@@ -7,7 +7,17 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // `args_os`: a non-UTF-8 argument must reach the flag parser, not panic here.
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(code) = pi_rpc::login::run(&args) {
+        std::process::exit(code);
+    }
     let cli = pi_rpc::cli::Cli::parse_env();
     let code = pi_rpc::app::main_with(cli);
+    // A token refresh cut short by the exit must not leave auth.json locked for 30 s.
+    pi_rpc::llm::oauth::lock::release_all_held();
     std::process::exit(code);
 }

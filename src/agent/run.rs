@@ -594,9 +594,11 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
             std::sync::Arc::clone(&s.registry),
         )
     };
-    // Outside the lock: a `!command` key or header runs a shell command.
-    match registry.request_auth(&model) {
-        Ok(auth) => {
+    // Outside the lock: a `!command` key or header runs a shell command, and an OAuth token
+    // due for renewal is refreshed (network and auth.json under its lock).
+    let mut auth_failure: Option<String> = None;
+    match request_auth_unless_aborted(&registry, &model, cancel) {
+        Some(Ok(auth)) => {
             opts.api_key = auth.api_key;
             opts.headers = auth.headers;
             opts.env = auth.env;
@@ -604,16 +606,33 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
                 model.base_url = url;
             }
         }
-        Err(e) => eprintln!("pi-rpc: {e}"),
+        // pi fails the request: "OAuth refresh failed for <provider>: <cause>".
+        Some(Err(e)) if e.fails_request() => auth_failure = Some(e.to_string()),
+        Some(Err(e)) => eprintln!("pi-rpc: {e}"),
+        // Aborted: the check below ends the turn.
+        None => {}
     }
     let started = Instant::now();
-    if cancel.is_cancelled() {
+    let early_end = if cancel.is_cancelled() {
+        Some((
+            StopReason::Aborted,
+            "This operation was aborted".to_string(),
+        ))
+    } else {
+        auth_failure.map(|text| (StopReason::Error, text))
+    };
+    if let Some((stop_reason, text)) = early_end {
         let mut m = AssistantMessage::new(&model, now_ms());
-        m.stop_reason = StopReason::Aborted;
-        m.error_message = Some("This operation was aborted".into());
-        m.duration_ms = Some(0);
+        m.stop_reason = stop_reason;
+        m.error_message = Some(text);
+        let aborted = stop_reason == StopReason::Aborted;
+        m.duration_ms = Some(if aborted {
+            0
+        } else {
+            started.elapsed().as_millis() as u64
+        });
         m.thinking_level = Some(opts.thinking_level);
-        m.synthetic = true;
+        m.synthetic = aborted;
         let v = m.to_value();
         emit(rt, Event::MessageStart { message: v.clone() });
         emit_message_end(rt, v);
@@ -732,6 +751,36 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
         retry.attempt = 0;
     }
     msg
+}
+
+/// `registry.request_auth(model)` on a helper thread, so that an abort is not held up while a
+/// due OAuth token waits for pi's auth.json lock or is being refreshed (pi races the credential
+/// resolution with the abort signal). The refresh itself goes on and is persisted either way.
+/// `None` when `cancel` fired first.
+fn request_auth_unless_aborted(
+    registry: &std::sync::Arc<crate::llm::ModelRegistry>,
+    model: &crate::llm::Model,
+    cancel: &CancelToken,
+) -> Option<Result<crate::llm::registry::RequestAuth, crate::llm::auth::AuthError>> {
+    let (tx, rx) = bounded(1);
+    let (cancel_tx, cancel_rx) = bounded::<()>(1);
+    let _hook = cancel.on_cancel(move || {
+        let _ = cancel_tx.try_send(());
+    });
+    let worker_registry = std::sync::Arc::clone(registry);
+    let worker_model = model.clone();
+    let spawned = std::thread::Builder::new()
+        .name("request-auth".into())
+        .spawn(move || {
+            let _ = tx.send(worker_registry.request_auth(&worker_model));
+        });
+    if spawned.is_err() {
+        return Some(registry.request_auth(model));
+    }
+    crossbeam_channel::select! {
+        recv(rx) -> r => r.ok(),
+        recv(cancel_rx) -> _ => None,
+    }
 }
 
 /// `usage` as wire text (JavaScript number formatting).

@@ -10,13 +10,15 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use serde_json::{Map, Value};
+
+use super::oauth::{self, OAuthInfo, RefreshError};
 
 /// How long a `!command` may run before it is killed and treated as failed.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,9 +39,15 @@ pub enum AuthError {
     CommandFailed { what: String, command: String },
     /// A `$VAR` / `${VAR}` value refers to unset (or empty) environment variables.
     MissingEnv { what: String, names: Vec<String> },
-    /// The only credential is an OAuth token in auth.json that has expired (pi-rpc cannot
-    /// refresh or log in).
+    /// The only credential is an OAuth token in auth.json that has expired and cannot be
+    /// refreshed (a provider without a refresh flow, or a store without a file).
     OAuthExpired { provider: String },
+    /// Refreshing the stored OAuth token failed; the old entry stays in auth.json. A stored
+    /// credential owns its provider, so no other source is tried.
+    OAuthRefreshFailed { provider: String, cause: String },
+    /// The auth.json lock or file failed while refreshing (pi: "Credential store modify
+    /// failed").
+    CredentialStore { provider: String, cause: String },
     /// A key is required (e.g. models.json `authHeader: true`) but no source provides one.
     MissingApiKey { provider: String },
 }
@@ -67,7 +75,25 @@ impl fmt::Display for AuthError {
                 f,
                 "Authentication failed for \"{provider}\". Credentials may have expired or network is unavailable. Run '/login {provider}' to re-authenticate."
             ),
+            AuthError::OAuthRefreshFailed { provider, cause } => {
+                write!(f, "OAuth refresh failed for {provider}: {cause}")
+            }
+            AuthError::CredentialStore { provider, cause } => {
+                write!(f, "Credential store modify failed for {provider}: {cause}")
+            }
         }
+    }
+}
+
+impl AuthError {
+    /// Whether the request must fail with this error as its assistant error message (pi's
+    /// behaviour for OAuth refresh and credential-store failures), rather than go out without
+    /// a key.
+    pub fn fails_request(&self) -> bool {
+        matches!(
+            self,
+            AuthError::OAuthRefreshFailed { .. } | AuthError::CredentialStore { .. }
+        )
     }
 }
 
@@ -80,7 +106,7 @@ pub enum CredentialSource {
     Runtime,
     /// An `api_key` entry of auth.json.
     AuthFile,
-    /// The `access` token of an unexpired `oauth` entry of auth.json.
+    /// The `access` token of an `oauth` entry of auth.json (refreshed when it was due).
     OAuth,
     /// The provider's `apiKey` in models.json.
     ModelsJson,
@@ -93,13 +119,18 @@ pub enum CredentialSource {
 pub struct Credential {
     pub key: String,
     pub source: CredentialSource,
+    /// OAuth credentials: request data the token carries (github-copilot's base URL and
+    /// available models).
+    pub oauth: Option<OAuthInfo>,
 }
 
 impl Credential {
-    /// `ANTHROPIC_AUTH_TOKEN` must be sent as `Authorization: Bearer <token>` instead of as an
-    /// API key (pi passes it as a header, with no API key).
+    /// `ANTHROPIC_AUTH_TOKEN` (and a kimi-coding OAuth token) must be sent as
+    /// `Authorization: Bearer <token>` instead of as an API key (pi passes it as a header, with
+    /// no API key).
     pub fn is_bearer_token(&self) -> bool {
         self.source == CredentialSource::Env("ANTHROPIC_AUTH_TOKEN")
+            || self.oauth.as_ref().is_some_and(|o| o.bearer_header)
     }
 }
 
@@ -350,7 +381,44 @@ enum AuthEntry {
     OAuth {
         access: String,
         expires_ms: f64,
+        /// The whole entry as stored (refreshes merge into it).
+        entry: Map<String, Value>,
     },
+}
+
+/// What this process knows about one provider's OAuth entry beyond what it loaded.
+#[derive(Default)]
+struct OAuthSlot {
+    /// A thread is refreshing it; others wait on [`OAuthLive::done`].
+    in_flight: bool,
+    /// `Some(Some(entry))`: refreshed (or re-read) entry; `Some(None)`: logged out meanwhile.
+    latest: Option<Option<Map<String, Value>>>,
+}
+
+/// Refreshed OAuth entries, shared by the threads that use the store.
+#[derive(Default)]
+struct OAuthLive {
+    slots: Mutex<HashMap<String, OAuthSlot>>,
+    done: Condvar,
+}
+
+/// Clears a slot's in-flight mark even when the refresh panics.
+struct InFlight<'a> {
+    live: &'a OAuthLive,
+    provider: &'a str,
+    result: Option<Option<Map<String, Value>>>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut slots = self.live.slots.lock();
+        let slot = slots.entry(self.provider.to_string()).or_default();
+        slot.in_flight = false;
+        if let Some(r) = self.result.take() {
+            slot.latest = Some(r);
+        }
+        self.live.done.notify_all();
+    }
 }
 
 /// Credentials of all providers. Cheap to query; `Send + Sync`.
@@ -361,6 +429,9 @@ pub struct AuthStore {
     env: EnvLookup,
     command_cache: Mutex<HashMap<String, Option<String>>>,
     now_ms: fn() -> u64,
+    /// auth.json, when the store was loaded from a file (OAuth refreshes write it back).
+    auth_path: Option<PathBuf>,
+    oauth_live: OAuthLive,
 }
 
 impl fmt::Debug for AuthStore {
@@ -396,6 +467,8 @@ impl AuthStore {
             env: process_env(),
             command_cache: Mutex::new(HashMap::new()),
             now_ms: crate::util::now_ms,
+            auth_path: None,
+            oauth_live: OAuthLive::default(),
         }
     }
 
@@ -414,7 +487,9 @@ impl AuthStore {
                 None
             }
         };
-        AuthStore::from_json(text.as_deref(), &path.display().to_string(), diags)
+        let mut store = AuthStore::from_json(text.as_deref(), &path.display().to_string(), diags);
+        store.auth_path = Some(path);
+        store
     }
 
     /// Builds a store from auth.json text (`None` = no file). `path` only names the file in
@@ -486,7 +561,16 @@ impl AuthStore {
                 key: Some(key),
                 env,
             }) => config_value_present(key, &self.env, env.as_ref()),
-            Some(AuthEntry::OAuth { access, expires_ms }) => self.oauth_valid(access, *expires_ms),
+            Some(AuthEntry::OAuth {
+                access, expires_ms, ..
+            }) => {
+                if self.oauth_refreshable(provider) {
+                    // pi lists the provider while a refresh can still renew the token.
+                    !self.oauth_logged_out(provider)
+                } else {
+                    self.oauth_valid(access, *expires_ms)
+                }
+            }
             _ => false,
         };
         let keyed = from_file
@@ -540,7 +624,13 @@ impl AuthStore {
 
     /// Like [`AuthStore::api_key`], also telling where the key came from.
     pub fn credential(&self, provider: &str) -> Result<Option<Credential>, AuthError> {
-        let found = |key: String, source| Ok(Some(Credential { key, source }));
+        let found = |key: String, source| {
+            Ok(Some(Credential {
+                key,
+                source,
+                oauth: None,
+            }))
+        };
         if let Some(key) = self.runtime.get(provider).filter(|k| !k.is_empty()) {
             return found(key.clone(), CredentialSource::Runtime);
         }
@@ -564,7 +654,21 @@ impl AuthStore {
                     Err(e) => failure = Some(e),
                 }
             }
-            Some(AuthEntry::OAuth { access, expires_ms }) => {
+            Some(AuthEntry::OAuth { entry, .. }) if self.oauth_refreshable(provider) => {
+                // A stored OAuth credential owns the provider: no fallback after a failure.
+                return Ok(self.oauth_entry(provider, entry)?.map(|e| Credential {
+                    key: e
+                        .get("access")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    source: CredentialSource::OAuth,
+                    oauth: Some(oauth::info(provider, &e)),
+                }));
+            }
+            Some(AuthEntry::OAuth {
+                access, expires_ms, ..
+            }) => {
                 if self.oauth_valid(access, *expires_ms) {
                     return found(access.clone(), CredentialSource::OAuth);
                 }
@@ -594,8 +698,97 @@ impl AuthStore {
         }
     }
 
+    /// The request-side data of the provider's stored OAuth entry (the newest this process
+    /// knows, refreshed or loaded), without refreshing anything. `None` without such an entry.
+    pub fn oauth_info(&self, provider: &str) -> Option<oauth::OAuthInfo> {
+        let Some(AuthEntry::OAuth { entry, .. }) = self.entries.get(provider) else {
+            return None;
+        };
+        let latest = self
+            .oauth_live
+            .slots
+            .lock()
+            .get(provider)
+            .and_then(|slot| slot.latest.clone());
+        match latest {
+            Some(Some(e)) => Some(oauth::info(provider, &e)),
+            Some(None) => None,
+            None => Some(oauth::info(provider, entry)),
+        }
+    }
+
     fn oauth_valid(&self, access: &str, expires_ms: f64) -> bool {
         !access.is_empty() && expires_ms > (self.now_ms)() as f64
+    }
+
+    /// Whether `provider`'s OAuth entry can be refreshed here: pi has a refresh flow for it and
+    /// the store knows its auth.json.
+    fn oauth_refreshable(&self, provider: &str) -> bool {
+        self.auth_path.is_some() && oauth::is_oauth_provider(provider)
+    }
+
+    fn oauth_logged_out(&self, provider: &str) -> bool {
+        self.oauth_live
+            .slots
+            .lock()
+            .get(provider)
+            .is_some_and(|s| matches!(s.latest, Some(None)))
+    }
+
+    /// The OAuth entry to use for `provider`, refreshed first when it expires within 5 min
+    /// (`oauth::refresh_stored`). One thread refreshes a provider at a time; the others wait
+    /// and then use its result. The slot lock is never held across the refresh.
+    fn oauth_entry(
+        &self,
+        provider: &str,
+        loaded: &Map<String, Value>,
+    ) -> Result<Option<Map<String, Value>>, AuthError> {
+        let Some(path) = self.auth_path.as_deref() else {
+            return Ok(Some(loaded.clone()));
+        };
+        {
+            let mut slots = self.oauth_live.slots.lock();
+            loop {
+                let slot = slots.entry(provider.to_string()).or_default();
+                if slot.in_flight {
+                    self.oauth_live.done.wait(&mut slots);
+                    continue;
+                }
+                let current = match &slot.latest {
+                    Some(latest) => latest.clone(),
+                    None => Some(loaded.clone()),
+                };
+                match current {
+                    None => return Ok(None),
+                    Some(e) if !oauth::needs_refresh(&e, (self.now_ms)()) => return Ok(Some(e)),
+                    Some(_) => {
+                        slot.in_flight = true;
+                        break;
+                    }
+                }
+            }
+        }
+        let mut guard = InFlight {
+            live: &self.oauth_live,
+            provider,
+            result: None,
+        };
+        let env = |name: &str| (self.env)(name);
+        let now = || (self.now_ms)();
+        match oauth::refresh_stored(path, provider, &env, &|| false, &now) {
+            Ok(entry) => {
+                guard.result = Some(entry.clone());
+                Ok(entry)
+            }
+            Err(RefreshError::Provider(cause)) => Err(AuthError::OAuthRefreshFailed {
+                provider: provider.to_string(),
+                cause,
+            }),
+            Err(RefreshError::Store(cause)) => Err(AuthError::CredentialStore {
+                provider: provider.to_string(),
+                cause,
+            }),
+        }
     }
 }
 
@@ -630,6 +823,7 @@ fn parse_entry(entry: &Value) -> Result<AuthEntry, String> {
             Ok(AuthEntry::OAuth {
                 access: access.to_string(),
                 expires_ms,
+                entry: obj.clone(),
             })
         }
         Some(other) => Err(format!(
@@ -813,6 +1007,92 @@ mod tests {
                 provider: "stale".into()
             })
         );
+    }
+
+    #[test]
+    fn a_stored_oauth_credential_owns_its_provider() {
+        let dir = std::env::temp_dir().join(format!("pi-rpc-auth-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("auth.json");
+        let json = r#"{"xai": {"type": "oauth", "refresh": "r", "access": "old", "expires": 1}}"#;
+        std::fs::write(&path, json).unwrap();
+        let mut diags = Vec::new();
+        // The token endpoint is unreachable (discard port) and XAI_API_KEY is set.
+        let s = AuthStore::load(&dir, &mut diags).with_env(fake_env(&[
+            ("XAI_API_KEY", "from-env"),
+            (oauth::ORIGIN_OVERRIDE_VAR, "http://127.0.0.1:9"),
+        ]));
+        assert!(s.has_credentials("xai"), "refreshable: listed as available");
+        let err = s.credential("xai").unwrap_err();
+        assert_eq!(
+            err,
+            AuthError::OAuthRefreshFailed {
+                provider: "xai".into(),
+                cause: "fetch failed".into()
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "OAuth refresh failed for xai: fetch failed"
+        );
+        assert!(err.fails_request());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), json);
+        // Without a file to write back to, an expired token is just expired.
+        let (s, _) = store(Some(json), &[]);
+        assert!(!s.has_credentials("xai"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn threads_needing_the_same_refresh_share_one_request() {
+        use std::io::{Read as _, Write as _};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let hits = Arc::new(AtomicUsize::new(0));
+        let server_hits = Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                server_hits.fetch_add(1, Ordering::SeqCst);
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                // Slow enough for the other threads to arrive meanwhile.
+                std::thread::sleep(Duration::from_millis(300));
+                let body = r#"{"access_token":"new","refresh_token":"r2","expires_in":3600}"#;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        let dir = std::env::temp_dir().join(format!("pi-rpc-auth-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("auth.json"),
+            r#"{"xai": {"type": "oauth", "refresh": "r1", "access": "old", "expires": 1}}"#,
+        )
+        .unwrap();
+        let mut diags = Vec::new();
+        let s = Arc::new(
+            AuthStore::load(&dir, &mut diags)
+                .with_env(fake_env(&[(oauth::ORIGIN_OVERRIDE_VAR, origin.as_str())])),
+        );
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let s = Arc::clone(&s);
+                std::thread::spawn(move || s.api_key("xai").unwrap())
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().unwrap().as_deref(), Some("new"));
+        }
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        // Later calls use the refreshed entry from memory.
+        assert_eq!(s.api_key("xai").unwrap().as_deref(), Some("new"));
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -15,6 +15,7 @@
 
 pub mod auth;
 pub mod model;
+pub mod oauth;
 pub mod registry;
 mod role;
 pub mod thinking;

@@ -31,6 +31,8 @@ mod mcp_modes;
 mod mcp_npm;
 mod mcp_results;
 mod mock_llm_selftest;
+mod oauth;
+mod oauth_login;
 mod pi_acp;
 mod print_modes;
 mod properties;

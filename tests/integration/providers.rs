@@ -262,3 +262,112 @@ fn copilot_sends_its_per_request_headers() {
         "{h}"
     );
 }
+
+/// Every credential source at once lists every chat model but openai-codex's (OAuth only):
+/// 1,688 models, the number pi 1.6.0 lists with the same environment (checked against it, and
+/// the objects were identical).
+#[test]
+fn all_credentials_list_the_whole_catalog() {
+    let dir = crate::support::tempdir::TempDir::new("adc");
+    dir.write("adc.json", "{}");
+    let adc = dir.path().join("adc.json").to_string_lossy().to_string();
+    let mut builder = Agent::builder()
+        .no_default_args()
+        .args(["--no-session"])
+        .models(None)
+        .env("GOOGLE_APPLICATION_CREDENTIALS", &adc)
+        .env("GOOGLE_CLOUD_PROJECT", "p")
+        .env("GOOGLE_CLOUD_LOCATION", "us-central1")
+        .env("AWS_PROFILE", "dev")
+        .env("MISTRAL_API_KEY", "k")
+        .env("RADIUS_API_KEY", "k")
+        .env("TYPESAFE_API_KEY", "k");
+    for (_, env) in PROVIDERS {
+        for (k, v) in *env {
+            builder = builder.env(k, v);
+        }
+    }
+    let mut agent = builder.spawn();
+    let listed = agent.request("m", json!({"type": "get_available_models"}));
+    let models = listed["data"]["models"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(models.len(), 1688);
+    let providers: std::collections::BTreeSet<&str> = models
+        .iter()
+        .filter_map(|m| m["provider"].as_str())
+        .collect();
+    assert_eq!(providers.len(), 41, "{providers:?}");
+    assert!(!providers.contains("openai-codex") && !providers.contains("typesafe"));
+}
+
+/// models-store.json (pi's saved pi.dev catalog refresh) overlays the built-in models when it
+/// is newer than the bundled catalog, as pi's RPC mode applies it (checked against pi 1.6.0);
+/// an entry older than the catalog is ignored.
+#[test]
+fn models_store_entries_newer_than_the_catalog_apply() {
+    let store = json!({
+        "deepseek": {"lastModified": 1_900_000_000_000u64, "checkedAt": 1_900_000_000_000u64, "models": [
+            {"id": "deepseek-v4-pro", "name": "Renamed Pro", "api": "openai-completions", "provider": "deepseek",
+             "baseUrl": "https://api.deepseek.com", "reasoning": true, "input": ["text"],
+             "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0},
+             "contextWindow": 1000, "maxTokens": 100, "type": "chat"},
+            {"id": "brand-new", "name": "Brand New", "api": "openai-completions", "provider": "deepseek",
+             "baseUrl": "https://api.deepseek.com", "reasoning": false, "input": ["text"],
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+             "contextWindow": 5000, "maxTokens": 500, "type": "chat"}]},
+        "groq": {"lastModified": 1000, "models": [{"id": "old-groq", "provider": "groq", "type": "chat"}]}
+    });
+    let mut agent = Agent::builder()
+        .no_default_args()
+        .args(["--no-session"])
+        .models(None)
+        .agent_file("models-store.json", &store.to_string())
+        .env("DEEPSEEK_API_KEY", "k")
+        .env("GROQ_API_KEY", "k")
+        .spawn();
+    let listed = agent.request("m", json!({"type": "get_available_models"}));
+    let models = listed["data"]["models"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let deepseek: Vec<Value> = models
+        .iter()
+        .filter(|m| m["provider"] == "deepseek")
+        .cloned()
+        .collect();
+    assert_eq!(
+        deepseek.iter().map(|m| m["id"].clone()).collect::<Vec<_>>(),
+        [
+            json!("deepseek-flash"),
+            json!("deepseek-v4-pro"),
+            json!("brand-new")
+        ]
+    );
+    assert_eq!(deepseek[1], store["deepseek"]["models"][0]);
+    assert!(models.iter().all(|m| m["id"] != "old-groq"));
+    assert_eq!(models.iter().filter(|m| m["provider"] == "groq").count(), 7);
+}
+
+/// `--list-models <search>` prints what pi 1.6.0 prints for the same credentials and search
+/// (captured from it): pi-tui's fuzzy token match on "<provider> <id>", localeCompare order
+/// ("~moonshotai/…" first, "k3:batch" before "k3.1"), "1.0M" for 1,048,576.
+#[test]
+fn list_models_search_matches_pi() {
+    let expected = include_str!("../fixtures/pi160_list_models_k3.txt");
+    let root = crate::support::tempdir::TempDir::new("list-models");
+    std::fs::create_dir_all(root.path().join("agent")).expect("agent dir");
+    let out = std::process::Command::new(crate::support::outside::pi_rpc_bin())
+        .args(["--list-models", "k3"])
+        .env_clear()
+        .env("HOME", root.path())
+        .env("PI_CODING_AGENT_DIR", root.path().join("agent"))
+        .env("OPENROUTER_API_KEY", "k")
+        .env("CLOUDFLARE_API_KEY", "k")
+        .env("CLOUDFLARE_ACCOUNT_ID", "a")
+        .env("HF_TOKEN", "k")
+        .output()
+        .expect("run pi-rpc");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}

@@ -59,6 +59,12 @@ pub enum ThinkingFormat {
     Together,
     /// `thinking: "<level>"`.
     StringThinking,
+    /// `reasoning: {effort}` only when the level maps to a string (Ant Ling).
+    AntLing,
+    /// `chat_template_args` from compat + `reasoning_effort` (Baseten).
+    Baseten,
+    /// `chat_template_kwargs` from compat (custom providers).
+    ChatTemplate,
     /// Anything else: no thinking parameter.
     Other(String),
 }
@@ -74,6 +80,9 @@ impl ThinkingFormat {
             "qwen-chat-template" => ThinkingFormat::QwenChatTemplate,
             "together" => ThinkingFormat::Together,
             "string-thinking" => ThinkingFormat::StringThinking,
+            "ant-ling" => ThinkingFormat::AntLing,
+            "baseten" => ThinkingFormat::Baseten,
+            "chat-template" => ThinkingFormat::ChatTemplate,
             other => ThinkingFormat::Other(other.to_owned()),
         }
     }

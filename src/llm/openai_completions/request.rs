@@ -384,6 +384,49 @@ pub(super) fn reasoning_effort(model: &Model, opts: &StreamOptions) -> Option<Th
     }
 }
 
+/// pi's `buildChatTemplateValues`: the compat map `key` (`chatTemplateArgs` /
+/// `chatTemplateKwargs`) with `{"$var":"thinking.enabled"}` → whether thinking is on,
+/// `{"$var":"thinking.budget"}` → the budget, other objects → the mapped effort (dropped when
+/// the level maps to a non-string, or when off and marked `omitWhenOff`), plain values as is.
+fn chat_template_values(
+    model: &Model,
+    effort: Option<ThinkingLevel>,
+    key: &str,
+    budget: Option<u64>,
+) -> Option<Map<String, Value>> {
+    let values = model.compat.as_ref()?.get(key)?.as_object()?;
+    let mut out = Map::new();
+    for (name, value) in values {
+        let resolved = match value {
+            Value::Object(o) => {
+                if effort.is_none() && o.get("omitWhenOff").and_then(Value::as_bool) == Some(true) {
+                    None
+                } else if o.get("$var").and_then(Value::as_str) == Some("thinking.enabled") {
+                    Some(Value::Bool(effort.is_some()))
+                } else if o.get("$var").and_then(Value::as_str) == Some("thinking.budget") {
+                    budget.map(Value::from)
+                } else {
+                    let mapped = match effort {
+                        Some(level) => map_value(model, level.as_str()),
+                        None => map_value(model, "off"),
+                    };
+                    match (mapped, effort) {
+                        (None, Some(level)) => Some(Value::from(level.as_str())),
+                        (None, None) => None,
+                        (Some(v @ Value::String(_)), _) => Some(v.clone()),
+                        (Some(_), _) => None,
+                    }
+                }
+            }
+            other => Some(other.clone()),
+        };
+        if let Some(v) = resolved {
+            out.insert(name.clone(), v);
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 fn map_value<'a>(model: &'a Model, key: &str) -> Option<&'a Value> {
     model.thinking_level_map.as_ref()?.get(key)
 }
@@ -547,6 +590,43 @@ pub fn build_request(
                         None => Value::from("none"),
                     };
                     body.insert("thinking".into(), off);
+                }
+            }
+            ThinkingFormat::AntLing => {
+                if let Some(Value::String(e)) = effort.and_then(|l| map_value(model, l.as_str())) {
+                    body.insert("reasoning".into(), json!({ "effort": e }));
+                }
+            }
+            ThinkingFormat::Baseten | ThinkingFormat::ChatTemplate => {
+                let (field, key) = if compat.thinking_format == ThinkingFormat::Baseten {
+                    ("chat_template_args", "chatTemplateArgs")
+                } else {
+                    ("chat_template_kwargs", "chatTemplateKwargs")
+                };
+                let budget = effort.map(|level| {
+                    clamp_thinking_budget_to_answer_room(
+                        thinking_budget_for_level(level, &opts.thinking_budgets),
+                        max_tokens,
+                    )
+                });
+                if let Some(values) = chat_template_values(model, effort, key, budget) {
+                    body.insert(field.into(), Value::Object(values));
+                }
+                if compat.thinking_format == ThinkingFormat::Baseten
+                    && compat.supports_reasoning_effort
+                {
+                    let mapped = match effort {
+                        Some(level) => map_value(model, level.as_str()),
+                        None => map_value(model, "off"),
+                    };
+                    let value = match (mapped, effort) {
+                        (Some(v), _) => Some(v.clone()),
+                        (None, Some(level)) => Some(Value::from(level.as_str())),
+                        (None, None) => None,
+                    };
+                    if let Some(v @ Value::String(_)) = value {
+                        body.insert("reasoning_effort".into(), v);
+                    }
                 }
             }
             ThinkingFormat::OpenAi | ThinkingFormat::Other(_) => {

@@ -13,9 +13,12 @@ use super::super::model::{Model, ModelCost};
 const CATALOG: &str = include_str!("catalog/catalog.jsonl");
 
 /// Line 1: the index.
-/// (`package`, `version` and `generatedAt` name the data's source; nothing reads them.)
+/// (`package` and `version` name the data's source; nothing reads them.)
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct CatalogIndex {
+    /// pi's model-data generation time: models-store.json entries newer than this apply.
+    pub(super) generated_at: String,
     pub(super) providers: Vec<IndexEntry>,
 }
 

@@ -9,15 +9,19 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use super::auth::{resolve_config_value, strip_serde_position, AuthError, AuthStore};
+use super::auth::{
+    resolve_config_value, strip_serde_position, AuthError, AuthStore, CredentialSource,
+};
 use super::model::{number_to_u64, Model, ModelCost};
 use super::thinking::ThinkingLevel;
 
 mod catalog;
 mod models_json;
 mod patterns;
+mod store;
 
 use self::models_json::*;
+pub(crate) use self::patterns::locale_cmp;
 
 /// pi's `defaultModelPerProvider`: the preferred first model of each provider, in pi's order
 /// (used for the initial model and as the template of a custom model id).
@@ -68,6 +72,9 @@ pub const DEFAULT_MODEL_PER_PROVIDER: &[(&str, &str)] = &[
     ("xiaomi-token-plan-ams", "mimo-v2.6-pro"),
     ("xiaomi-token-plan-sgp", "mimo-v2.6-pro"),
 ];
+
+/// The catalog's GitHub Copilot host, replaced by the one an OAuth token names.
+const COPILOT_DEFAULT_BASE_URL: &str = "https://api.individual.githubcopilot.com";
 
 /// Errors of model lookup by pattern. `Display` is pi's wording.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -222,7 +229,14 @@ impl ModelRegistry {
                 None
             }
         };
-        ModelRegistry::build(text.as_deref(), &path.display().to_string(), auth, diags)
+        let store = store::load(agent_dir, diags);
+        ModelRegistry::build(
+            text.as_deref(),
+            &path.display().to_string(),
+            store.as_ref(),
+            auth,
+            diags,
+        )
     }
 
     /// Catalog + the given models.json text (`None` = no file) + `auth`. For tests and embedding.
@@ -231,12 +245,13 @@ impl ModelRegistry {
         auth: AuthStore,
         diags: &mut Vec<String>,
     ) -> ModelRegistry {
-        ModelRegistry::build(models_json, "models.json", auth, diags)
+        ModelRegistry::build(models_json, "models.json", None, auth, diags)
     }
 
     fn build(
         models_json: Option<&str>,
         path: &str,
+        models_store: Option<&Map<String, Value>>,
         auth: AuthStore,
         diags: &mut Vec<String>,
     ) -> ModelRegistry {
@@ -245,13 +260,16 @@ impl ModelRegistry {
             model_headers: HashMap::new(),
             auth,
         };
-        let index = match catalog::index() {
-            Ok(index) => index.providers,
+        let (index, generated_at) = match catalog::index() {
+            Ok(index) => (
+                index.providers,
+                crate::util::ms_from_iso(&index.generated_at),
+            ),
             Err(e) => {
                 diags.push(format!(
                     "Warning: the built-in model catalog is damaged ({e}); only models.json models are known"
                 ));
-                Vec::new()
+                (Vec::new(), None)
             }
         };
         let config = models_json.and_then(|text| parse_models_json(text, path, diags));
@@ -275,20 +293,32 @@ impl ModelRegistry {
                 catalog: Some(entry),
                 models: OnceLock::new(),
             };
-            let Some(overlay) = config.get(&entry.id).and_then(Value::as_object) else {
+            let stored = store::overlay(models_store, &entry.id, generated_at);
+            let config_overlay = config.get(&entry.id).and_then(Value::as_object);
+            if stored.is_empty() && config_overlay.is_none() {
                 reg.slots.push(lazy(pc, entry));
                 continue;
-            };
+            }
+            let catalog_models = catalog::models(&entry).unwrap_or_else(|e| {
+                diags.push(format!(
+                    "Warning: the built-in model catalog is damaged ({e})"
+                ));
+                Vec::new()
+            });
             let builtin = BuiltinProvider {
                 name: entry.name.clone(),
                 base_url: pc.base_url.clone().unwrap_or_default(),
                 api: pc.api.clone().unwrap_or_default(),
-                models: catalog::models(&entry).unwrap_or_else(|e| {
-                    diags.push(format!(
-                        "Warning: the built-in model catalog is damaged ({e})"
-                    ));
-                    Vec::new()
-                }),
+                models: store::merge(catalog_models, stored),
+            };
+            let Some(overlay) = config_overlay else {
+                reg.slots.push(Slot {
+                    config: pc,
+                    count: builtin.models.len(),
+                    catalog: None,
+                    models: OnceLock::from(builtin.models),
+                });
+                continue;
             };
             match compose_provider(&entry.id, Some(&builtin), overlay) {
                 Ok(composed) => reg.add_composed(composed),
@@ -360,8 +390,23 @@ impl ModelRegistry {
         self.slots
             .iter()
             .filter(|s| s.count > 0 && self.auth.has_credentials(&s.config.id))
-            .flat_map(|s| s.models().iter().cloned())
+            .flat_map(|s| {
+                let allowed = self.allowed_ids(&s.config.id);
+                s.models()
+                    .iter()
+                    .filter(move |m| allowed.as_ref().is_none_or(|ids| ids.contains(&m.id)))
+                    .cloned()
+            })
             .collect()
+    }
+
+    /// GitHub Copilot signed in with OAuth lists only the models the account may use (the
+    /// entry's `availableModelIds`); `None` when nothing restricts the provider.
+    fn allowed_ids(&self, provider: &str) -> Option<Vec<String>> {
+        if provider != "github-copilot" {
+            return None;
+        }
+        self.auth.oauth_info(provider)?.available_model_ids
     }
 
     /// Exact lookup by provider and id.
@@ -372,6 +417,12 @@ impl ModelRegistry {
     /// Exact lookup among available models (what `set_model` uses).
     pub fn find_available(&self, provider: &str, id: &str) -> Option<Model> {
         if !self.auth.has_credentials(provider) {
+            return None;
+        }
+        if self
+            .allowed_ids(provider)
+            .is_some_and(|ids| !ids.iter().any(|i| i == id))
+        {
             return None;
         }
         self.find(provider, id).cloned()
@@ -439,6 +490,11 @@ impl ModelRegistry {
             .auth
             .credential(provider)?
             .filter(|_| self.auth.settings_present(provider));
+        let oauth_base_url = credential
+            .as_ref()
+            .filter(|c| provider == "github-copilot" && c.source == CredentialSource::OAuth)
+            .and_then(|_| self.auth.oauth_info(provider))
+            .and_then(|o| o.base_url);
         let env = self.auth.env();
         let mut out = RequestAuth::default();
         let mut headers: Vec<(String, String)> = Vec::new();
@@ -461,6 +517,13 @@ impl ModelRegistry {
             let value = self.auth.fill_base_url(provider, &placeholder);
             if value != placeholder {
                 out.env.push(((*name).to_owned(), value));
+            }
+        }
+        // Copilot signed in with OAuth: the token names the API host (its `proxy-ep`), which
+        // replaces the catalog's default host; a models.json baseUrl is left alone.
+        if let Some(url) = oauth_base_url {
+            if model.base_url == COPILOT_DEFAULT_BASE_URL {
+                out.base_url = Some(url);
             }
         }
         if let Some(h) = cfg.and_then(|c| c.headers.as_ref()) {
@@ -703,6 +766,38 @@ mod tests {
         assert_eq!(
             r.default_model().map(|m| m.id),
             Some("gemini-4-argon".into())
+        );
+    }
+
+    #[test]
+    fn copilot_oauth_names_the_host_and_the_models() {
+        let auth_json = r#"{"github-copilot": {"type": "oauth", "refresh": "gho_x",
+            "access": "tid=1;exp=9999999999;proxy-ep=proxy.business.githubcopilot.com;",
+            "expires": 99999999999999, "availableModelIds": ["gpt-6.1-sol", "not-in-the-catalog"]}}"#;
+        let mut diags = Vec::new();
+        let auth =
+            AuthStore::from_json(Some(auth_json), "auth.json", &mut diags).with_env(fake_env(&[]));
+        let r = ModelRegistry::from_parts(None, auth, &mut diags);
+        assert!(diags.is_empty(), "{diags:?}");
+        let listed: Vec<String> = r.available().into_iter().map(|m| m.id).collect();
+        assert_eq!(listed, ["gpt-6.1-sol"]);
+        assert!(r.find_available("github-copilot", "gpt-6.1-sol").is_some());
+        let hidden = r
+            .find("github-copilot", "gpt-6.2-sol")
+            .map(|m| m.id.clone())
+            .or_else(|| {
+                r.provider_models("github-copilot")
+                    .iter()
+                    .map(|m| m.id.clone())
+                    .find(|id| !listed.contains(id))
+            })
+            .unwrap();
+        assert!(r.find_available("github-copilot", &hidden).is_none());
+        let m = r.find("github-copilot", "gpt-6.1-sol").unwrap().clone();
+        let auth = r.request_auth(&m).unwrap();
+        assert_eq!(
+            auth.base_url.as_deref(),
+            Some("https://api.business.githubcopilot.com")
         );
     }
 

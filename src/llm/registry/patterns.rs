@@ -624,7 +624,7 @@ fn is_alias(id: &str) -> bool {
 /// An approximation of JavaScript's `localeCompare` (ICU root collation) for model ids:
 /// punctuation before digits before letters, letters compared case-insensitively first
 /// (lowercase before uppercase on a tie).
-fn locale_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn locale_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     fn primary(c: char) -> (u8, u32) {
         const PUNCT: &str = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
         if c.is_whitespace() {

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Writes one differential scenario per built-in provider and wire API pi-rpc speaks
+(prov_x_<provider>_<api>.json): the provider rerouted to the mock by a models.json entry
+(baseUrl + apiKey, as the kit's prov_* scenarios do), a catalog model of that API (the
+provider's default model when it is on that API, else its first reasoning model), a prompt
+with a thinking + text + bash tool round trip, then a second prompt at thinking level off.
+
+The model list comes from pi-rpc's own catalog (src/llm/registry/catalog/catalog.jsonl)."""
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+CATALOG = os.path.join(ROOT, "src", "llm", "registry", "catalog", "catalog.jsonl")
+APIS = {
+    "anthropic-messages": "anth",
+    "openai-completions": "chat",
+    "openai-responses": "resp",
+    "google-generative-ai": "google",
+}
+DEFAULTS = {
+    "ant-ling": "Ring-2.6-1T", "anthropic": "claude-opus-5-5", "openai": "gpt-6.2-sol",
+    "nvidia": "nvidia/nemotron-3.5-super-vl-120b-a12b", "deepseek": "deepseek-v4-pro",
+    "google": "gemini-4-argon", "github-copilot": "gpt-6.1-sol",
+    "openrouter": "moonshotai/kimi-k2.7-code", "vercel-ai-gateway": "zai/glm-5.3",
+    "xai": "grok-4.7", "groq": "openai/gpt-oss-120b", "cerebras": "gpt-oss-120b",
+    "zai": "glm-5.3", "zai-coding-cn": "glm-5.3", "minimax": "MiniMax-M3",
+    "minimax-cn": "MiniMax-M3", "moonshotai": "kimi-k2.7-code", "moonshotai-cn": "kimi-k2.7-code",
+    "huggingface": "moonshotai/Kimi-K2.7-Code", "fireworks": "accounts/fireworks/models/kimi-k3",
+    "together": "moonshotai/Kimi-K3", "baseten": "zai-org/GLM-5.3", "opencode": "kimi-k2.7-code",
+    "opencode-go": "kimi-k3.1-pro", "kimi-coding": "kimi-for-coding", "meta": "muse-spark-1.3",
+    "cloudflare-workers-ai": "@cf/moonshotai/kimi-k2.7-code",
+    "cloudflare-ai-gateway": "workers-ai/@cf/moonshotai/kimi-k2.7-code",
+    "qwen-token-plan": "qwen3.8-max", "qwen-token-plan-cn": "qwen3.8-max",
+    "qwen-token-plan-individual": "qwen3.8-max", "qwen-token-plan-individual-cn": "qwen3.8-max",
+    "xiaomi": "mimo-v2.6-pro", "xiaomi-token-plan-cn": "mimo-v2.6-pro",
+    "xiaomi-token-plan-ams": "mimo-v2.6-pro", "xiaomi-token-plan-sgp": "mimo-v2.6-pro",
+}
+# More (provider, model) pairs whose compat the per-API picks above do not reach.
+EXTRA = [
+    ("baseten", "zai-org/GLM-5.2"),                       # thinkingFormat baseten
+    ("together", "moonshotai/Kimi-K3"),                   # together
+    ("qwen-token-plan", "qwen3.8-max"),                   # qwen
+    ("openrouter", "anthropic/claude-fable-5"),            # cache_control anthropic
+    ("nvidia", "nvidia/nemotron-3.5-super-vl-120b-a12b"),  # catalog header
+    ("kimi-coding", "kimi-for-coding"),
+]
+
+ENV = {
+    "cloudflare-workers-ai": {"CLOUDFLARE_ACCOUNT_ID": "acct"},
+    "cloudflare-ai-gateway": {"CLOUDFLARE_ACCOUNT_ID": "acct", "CLOUDFLARE_GATEWAY_ID": "gw"},
+}
+
+
+def main():
+    with open(CATALOG) as f:
+        lines = f.read().splitlines()
+    index = json.loads(lines[0])
+    written = []
+    picks = []
+    for n, p in enumerate(index["providers"]):
+        rows = json.loads(lines[n + 1])["models"]
+        for a, (api, _) in enumerate(p["apis"]):
+            if api not in APIS:
+                continue
+            ms = [r for r in rows if r.get("a", 0) == a]
+            pick = next((r for r in ms if r["id"] == DEFAULTS.get(p["id"])), None) \
+                or next((r for r in ms if r.get("r")), None) or ms[0]
+            picks.append((p, api, pick, f"prov_x_{p['id'].replace('-', '_')}_{APIS[api]}"))
+        for provider, model in EXTRA:
+            if provider != p["id"]:
+                continue
+            row = next((r for r in rows if r["id"] == model), None)
+            if row is None:
+                continue
+            api = p["apis"][row.get("a", 0)][0]
+            slug = model.replace("/", "_").replace("-", "_").replace(".", "_").lower()
+            picks.append((p, api, row, f"prov_x_{p['id'].replace('-', '_')}_{slug}"))
+    for p, api, pick, name in picks:
+        sc = {
+            "description": f"Built-in provider {p['id']} ({api}) rerouted to the mock; catalog model {pick['id']}.",
+            "session": "none",
+            "provider": p["id"],
+            "model": pick["id"],
+            "extra_providers": {p["id"]: {"baseUrl": "{{MOCK_BASE_URL}}", "apiKey": "test-key"}},
+            "env": ENV.get(p["id"], {}),
+            "mock": {"replies": [
+                {"blocks": [
+                    {"type": "thinking", "text": "Need to run a command.", "chunk_size": 8},
+                    {"type": "text", "text": "Running it.", "chunk_size": 5},
+                    {"type": "tool_call", "id": "call_x_01", "name": "bash",
+                     "input": {"command": "echo from-provider"}, "chunk_size": 12}],
+                 "usage": {"input": 300, "output": 25, "cache_read": 100}},
+                {"blocks": [{"type": "text", "text": "It printed from-provider."}],
+                 "usage": {"input": 350, "output": 9}},
+                {"blocks": [{"type": "text", "text": "Plain answer."}],
+                 "usage": {"input": 400, "output": 3}},
+            ]},
+            "steps": [
+                {"send": {"id": "st0", "type": "get_state"}},
+                {"wait": {"type": "response", "id": "st0"}},
+                {"send": {"id": "p1", "type": "prompt", "message": "Run echo"}},
+                {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+                {"send": {"id": "t0", "type": "set_thinking_level", "level": "off"}},
+                {"wait": {"type": "response", "id": "t0"}},
+                {"send": {"id": "p2", "type": "prompt", "message": "Now just answer"}},
+                {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+            ],
+        }
+        with open(os.path.join(HERE, name + ".json"), "w") as f:
+            json.dump(sc, f, indent=2)
+            f.write("\n")
+        written.append(name)
+    print("\n".join(written))
+
+
+if __name__ == "__main__":
+    main()
