@@ -17,6 +17,8 @@ APIS = {
     "openai-completions": "chat",
     "openai-responses": "resp",
     "google-generative-ai": "google",
+    "mistral-conversations": "mistral",
+    "azure-openai-responses": "resp",
 }
 DEFAULTS = {
     "ant-ling": "Ring-2.6-1T", "anthropic": "claude-opus-5-5", "openai": "gpt-6.2-sol",
@@ -35,6 +37,7 @@ DEFAULTS = {
     "qwen-token-plan-individual": "qwen3.8-max", "qwen-token-plan-individual-cn": "qwen3.8-max",
     "xiaomi": "mimo-v2.6-pro", "xiaomi-token-plan-cn": "mimo-v2.6-pro",
     "xiaomi-token-plan-ams": "mimo-v2.6-pro", "xiaomi-token-plan-sgp": "mimo-v2.6-pro",
+    "azure": "gpt-6.2-sol", "mistral": "devstral-medium-latest",
 }
 # More (provider, model) pairs whose compat the per-API picks above do not reach.
 EXTRA = [
