@@ -799,6 +799,8 @@ impl AgentSession {
                 system_prompt,
                 messages,
                 tools,
+                transcript: (self.model.api == "pi-messages")
+                    .then(|| crate::llm::convert::llm_transcript(&source)),
             },
             opts,
         )

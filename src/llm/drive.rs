@@ -42,6 +42,10 @@ pub(crate) trait WireApi<'a>: Sized {
     /// Whether `Start` is reported as soon as the response headers arrived. `false` leaves it
     /// to the state machine (or to the end of the body).
     const START_ON_HEADERS: bool = true;
+    /// Whether `Start` is reported at the end of the body (or a read failure) when nothing did
+    /// yet. `false`: only the state machine reports it (pi-messages: a response without a
+    /// `start` event has its final message as its start).
+    const START_AT_END: bool = true;
     /// Whether a final event without its blank line is dispatched at the end of the body (pi's
     /// own SSE parser) rather than dropped (the specification, which the vendor SDKs follow).
     const DISPATCH_TRAILING: bool;
@@ -149,7 +153,9 @@ fn read_events<'a, W: WireApi<'a>>(
         let event = match item {
             Ok(event) => event,
             Err(e) => {
-                out.start();
+                if W::START_AT_END {
+                    out.start();
+                }
                 return Err(read_failure(&e, cancel));
             }
         };
@@ -157,7 +163,9 @@ fn read_events<'a, W: WireApi<'a>>(
             break;
         }
     }
-    out.start();
+    if W::START_AT_END {
+        out.start();
+    }
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);
     }

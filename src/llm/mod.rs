@@ -32,6 +32,7 @@ pub(crate) mod google;
 pub(crate) mod http;
 pub(crate) mod openai_completions;
 pub(crate) mod openai_responses;
+pub(crate) mod pi_messages;
 #[cfg(test)]
 mod prop_tests;
 pub(crate) mod request;

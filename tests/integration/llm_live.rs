@@ -68,6 +68,7 @@ fn live_model(
 
 fn ask(model: &Model, opts: &StreamOptions) {
     let ctx = LlmContext {
+        transcript: None,
         system_prompt: "You are a terse assistant. Answer in a few words.".into(),
         messages: vec![LlmMessage::User {
             content: vec![ContentBlock::text("Say hello.")],

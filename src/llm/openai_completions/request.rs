@@ -704,6 +704,7 @@ mod tests {
 
     fn simple_ctx() -> LlmContext {
         LlmContext {
+            transcript: None,
             system_prompt: "SYS".into(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("hi")],
@@ -806,6 +807,7 @@ mod tests {
             ..AssistantMessage::default()
         };
         let ctx = LlmContext {
+            transcript: None,
             system_prompt: String::new(),
             messages: vec![
                 LlmMessage::User {

@@ -275,6 +275,7 @@ mod tests {
 
     pub(super) fn ctx(messages: Vec<LlmMessage>) -> LlmContext {
         LlmContext {
+            transcript: None,
             system_prompt: "S.".into(),
             messages,
             tools: Vec::new(),
