@@ -30,6 +30,7 @@ pub mod errors;
 mod golden;
 pub(crate) mod google;
 pub(crate) mod http;
+pub(crate) mod openai_codex;
 pub(crate) mod openai_completions;
 pub(crate) mod openai_responses;
 pub(crate) mod pi_messages;

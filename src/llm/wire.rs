@@ -9,7 +9,9 @@ use super::drive::{drive, effective_thinking_level};
 use super::model::Model;
 use super::stream::{AbortTexts, Failure, StreamUpdate, StreamedMessage};
 use super::types::{AssistantMessage, LlmContext, StreamOptions};
-use super::{anthropic, google, openai_completions, openai_responses, pi_messages, specials};
+use super::{
+    anthropic, google, openai_codex, openai_completions, openai_responses, pi_messages, specials,
+};
 use crate::cancel::CancelToken;
 
 /// Streams one assistant response from `model`. Never panics; the returned message is final
@@ -34,6 +36,9 @@ pub fn stream_assistant(
             drive::<openai_responses::ResponsesStream>(model, ctx, opts, cancel, on_event)
         }
         "google-generative-ai" => drive::<google::GoogleStream>(model, ctx, opts, cancel, on_event),
+        "openai-codex-responses" => {
+            drive::<openai_codex::CodexStream>(model, ctx, opts, cancel, on_event)
+        }
         "pi-messages" => drive::<pi_messages::PiMessagesStream>(model, ctx, opts, cancel, on_event),
         other => {
             let out = StreamedMessage::new(model, on_event);

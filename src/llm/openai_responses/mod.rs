@@ -35,7 +35,7 @@ mod request;
 use self::request::*;
 
 pub use self::events::ResponsesStream;
-pub use self::request::{build_body, endpoint, request_headers};
+pub use self::request::{build_body, convert_input, endpoint, request_headers};
 
 /// pi's `OPENAI_RESPONSES_MIN_OUTPUT_TOKENS`: the API rejects smaller `max_output_tokens`.
 const MIN_OUTPUT_TOKENS: u64 = 16;

@@ -170,7 +170,7 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions) -> Valu
 
 /// The reason phrase `fetch` reports as `statusText` (the server's; these are the standard
 /// ones).
-fn status_text(status: u16) -> &'static str {
+pub(crate) fn status_text(status: u16) -> &'static str {
     match status {
         400 => "Bad Request",
         401 => "Unauthorized",
