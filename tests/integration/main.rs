@@ -21,6 +21,7 @@ mod llm_google;
 mod llm_live;
 mod llm_openai_completions;
 mod llm_openai_responses;
+mod llm_pi_messages;
 mod locks;
 mod mcp;
 mod mcp_http;
