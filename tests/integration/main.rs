@@ -19,6 +19,7 @@ mod foundation;
 mod llm_anthropic;
 mod llm_google;
 mod llm_live;
+mod llm_openai_codex;
 mod llm_openai_completions;
 mod llm_openai_responses;
 mod llm_pi_messages;
