@@ -11,7 +11,8 @@ use crate::support::run::{run_prompt, LONG};
 use crate::support::Agent;
 
 /// (provider, env vars that make it available). Providers on APIs pi-rpc lacks (bedrock,
-/// vertex, azure's Responses, mistral, codex, radius) and typesafe (no chat model) are not here.
+/// vertex, azure's Responses, mistral), openai-codex (OAuth only: no env key; its adapter has
+/// its own tests) and typesafe (no chat model) are not here.
 const PROVIDERS: &[(&str, &[(&str, &str)])] = &[
     ("ant-ling", &[("ANT_LING_API_KEY", "k-ant-ling")]),
     ("anthropic", &[("ANTHROPIC_API_KEY", "k-anthropic")]),
@@ -51,6 +52,7 @@ const PROVIDERS: &[(&str, &[(&str, &str)])] = &[
     ("opencode-go", &[("OPENCODE_API_KEY", "k-opencode")]),
     ("openrouter", &[("OPENROUTER_API_KEY", "k-openrouter")]),
     ("qwen-token-plan", &[("QWEN_TOKEN_PLAN_API_KEY", "k-qwen")]),
+    ("radius", &[("RADIUS_API_KEY", "k-radius")]),
     (
         "qwen-token-plan-cn",
         &[("QWEN_TOKEN_PLAN_CN_API_KEY", "k-qwen")],
@@ -88,6 +90,8 @@ const APIS: &[&str] = &[
     "openai-completions",
     "openai-responses",
     "google-generative-ai",
+    "pi-messages",
+    "openai-codex-responses",
 ];
 
 /// The header that carries the key, as the scripted server logs it (presence only).
@@ -106,6 +110,8 @@ fn path_for(api: &str, id: &str) -> String {
         "anthropic-messages" => "/v1/messages?beta=true".into(),
         "openai-completions" => "/chat/completions".into(),
         "openai-responses" => "/responses".into(),
+        "pi-messages" => "/messages".into(),
+        "openai-codex-responses" => "/codex/responses".into(),
         _ => format!("/models/{id}:streamGenerateContent?alt=sse"),
     }
 }
@@ -183,8 +189,8 @@ fn every_provider_on_the_four_apis_answers_a_prompt() {
         }
         agent.close_stdin();
     }
-    // 35 providers, several with more than one API.
-    assert!(covered >= 43, "covered {covered}");
+    // 36 providers (radius on pi-messages), several with more than one API.
+    assert!(covered >= 44, "covered {covered}");
 }
 
 #[test]
