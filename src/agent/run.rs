@@ -799,8 +799,13 @@ impl AgentSession {
                 system_prompt,
                 messages,
                 tools,
-                transcript: (self.model.api == "pi-messages")
-                    .then(|| crate::llm::convert::llm_transcript(&source)),
+                transcript: (self.model.api == "pi-messages").then(|| {
+                    let t = crate::llm::pi_messages::llm_transcript(&source);
+                    match self.life.run_system_prompt() {
+                        Some(p) => crate::llm::pi_messages::force_system_prompt(t, p, now_ms()),
+                        None => t,
+                    }
+                }),
             },
             opts,
         )

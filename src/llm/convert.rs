@@ -46,58 +46,6 @@ pub fn build_llm_context(messages: &[Value], model: &Model) -> LlmContext {
     }
 }
 
-/// pi's `convertToLlm` on the JSON transcript (what `pi-messages` sends verbatim): system,
-/// user, assistant and toolResult messages as stored; `bashExecution` (unless excluded from
-/// the context), `custom`, `branchSummary` and `compactionSummary` as user messages
-/// `{role, content, timestamp}`; unknown roles dropped.
-pub fn llm_transcript(messages: &[Value]) -> Vec<Value> {
-    let user = |content: Value, m: &serde_json::Map<String, Value>| {
-        let mut out = serde_json::Map::new();
-        out.insert("role".into(), Value::from("user"));
-        out.insert("content".into(), content);
-        if let Some(ts) = m.get("timestamp") {
-            out.insert("timestamp".into(), ts.clone());
-        }
-        Value::Object(out)
-    };
-    let text = |t: String| serde_json::json!([{"type": "text", "text": t}]);
-    messages
-        .iter()
-        .filter_map(|v| {
-            let m = v.as_object()?;
-            match Role::of(v)? {
-                Role::System | Role::User | Role::Assistant | Role::ToolResult => Some(v.clone()),
-                Role::BashExecution => {
-                    if m.get("excludeFromContext").and_then(Value::as_bool) == Some(true) {
-                        return None;
-                    }
-                    Some(user(text(bash_execution_text(m)), m))
-                }
-                Role::Custom => {
-                    let content = match m.get("content") {
-                        Some(Value::String(s)) => text(s.clone()),
-                        Some(c) => c.clone(),
-                        None => Value::Null,
-                    };
-                    Some(user(content, m))
-                }
-                Role::CompactionSummary => {
-                    let summary = str_field(m, "summary").unwrap_or_default();
-                    let t =
-                        format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}");
-                    Some(user(text(t), m))
-                }
-                Role::BranchSummary => {
-                    let summary = str_field(m, "summary").unwrap_or_default();
-                    let t = format!("{BRANCH_SUMMARY_PREFIX}{summary}{BRANCH_SUMMARY_SUFFIX}");
-                    Some(user(text(t), m))
-                }
-                Role::Other(_) => None,
-            }
-        })
-        .collect()
-}
-
 /// pi's `convertToLlm` followed by `transformMessages` for `model`. Returns the rendered system
 /// prompt and the messages to send.
 pub fn convert_to_llm(messages: &[Value], model: &Model) -> (String, Vec<LlmMessage>) {

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use pi_rpc::cancel::CancelToken;
-use pi_rpc::llm::convert::{build_llm_context, llm_transcript};
+use pi_rpc::llm::convert::build_llm_context;
 use pi_rpc::llm::errors::is_retryable;
 use pi_rpc::llm::types::{LlmContext, StopReason, StreamOptions};
 use pi_rpc::llm::{Model, ThinkingLevel};
@@ -51,10 +51,18 @@ fn transcript() -> Vec<Value> {
     ]
 }
 
+/// The transcript after pi's `convertToLlm` (what the agent loop puts in the context): the
+/// `!command` becomes a user message.
+fn converted() -> Vec<Value> {
+    let mut messages = transcript();
+    messages[4] = json!({"role": "user", "content": [{"type": "text",
+        "text": "Ran `pwd`\n```\n/w\n```"}], "timestamp": 9});
+    messages
+}
+
 fn agent_ctx(model: &Model) -> LlmContext {
-    let messages = transcript();
-    let mut ctx = build_llm_context(&messages, model);
-    ctx.transcript = Some(llm_transcript(&messages));
+    let mut ctx = build_llm_context(&transcript(), model);
+    ctx.transcript = Some(converted());
     ctx
 }
 
@@ -83,13 +91,9 @@ fn request_is_the_transcript_verbatim_and_events_rebuild_the_message() {
     assert_eq!(req["auth_headers_present"], json!(["authorization"]));
     assert_eq!(req["headers"]["accept"], "text/event-stream");
     assert_eq!(req["headers"]["content-type"], "application/json");
-    // pi's convertToLlm: stored messages verbatim, the `!command` as a user message.
-    let mut expected_messages = transcript();
-    expected_messages[4] = json!({"role": "user", "content": [{"type": "text",
-        "text": "Ran `pwd`\n```\n/w\n```"}], "timestamp": 9});
     assert_eq!(
         req["body"],
-        json!({"model": "balanced", "context": {"messages": expected_messages},
+        json!({"model": "balanced", "context": {"messages": converted()},
             "options": {"reasoning": "high", "sessionId": "sess-1"}})
     );
     let types: Vec<&str> = updates
