@@ -10,7 +10,7 @@
 
 use std::io::BufReader;
 
-use super::http::{HttpRequest, HttpResponse};
+use super::http::{HttpError, HttpRequest, HttpResponse};
 use super::model::Model;
 use super::request::{post_streaming, read_failure};
 use super::sse::{SseEvent, SseParser};
@@ -60,6 +60,12 @@ pub(crate) trait WireApi<'a>: Sized {
 
     /// The error message of a non-success status, from the response's content type and body.
     fn http_error(model: &Model, status: u16, content_type: Option<&str>, body: &str) -> String;
+
+    /// The error message of a request that got no response (the SDKs' wording by default; APIs
+    /// pi calls with plain `fetch` say `fetch failed`).
+    fn transport_error(e: &HttpError) -> String {
+        e.to_string()
+    }
 
     /// Applies one event to the streamed message (reporting what changed). `Err` ends the
     /// stream; [`Flow::Stop`] ends the reading as the end of the body would.
@@ -125,9 +131,13 @@ fn exchange<'a, W: WireApi<'a>>(
     }
     let (request, built) = W::request(model, ctx, opts)?;
     let state = state.insert(built);
-    let response = post_streaming(request, cancel, out, |status, content_type, body| {
-        W::http_error(model, status, content_type, body)
-    })?;
+    let response = post_streaming(
+        request,
+        cancel,
+        out,
+        |status, content_type, body| W::http_error(model, status, content_type, body),
+        W::transport_error,
+    )?;
     if W::START_ON_HEADERS {
         out.start();
     }

@@ -242,4 +242,14 @@ fn abort_and_credential_failures() {
         Some("No API key for provider: openai-codex")
     );
     assert_eq!(mock.requests().len(), 1);
+    let port = crate::support::llm::closed_port();
+    let mut refused = m.clone();
+    refused.base_url = format!("http://127.0.0.1:{port}");
+    let (msg, _) = run(&refused, &c, &opts(ThinkingLevel::Off), &CancelToken::new());
+    assert_eq!(
+        msg.error_message,
+        Some(format!(
+            "fetch failed: connect ECONNREFUSED 127.0.0.1:{port}"
+        ))
+    );
 }

@@ -278,3 +278,14 @@ fn a_missing_key_fails_before_any_request() {
     );
     assert!(mock.requests().is_empty());
 }
+
+#[test]
+fn a_refused_connection_is_fetch_failed() {
+    let mock = MockLlm::start(json!({"replies": []}));
+    let mut m = model(&mock);
+    m.base_url = format!("http://127.0.0.1:{}/v1", crate::support::llm::closed_port());
+    let (msg, updates) = run(&m, &agent_ctx(&m), &opts(), &CancelToken::new());
+    assert!(updates.is_empty());
+    assert_eq!(msg.error_message.as_deref(), Some("fetch failed"));
+    assert!(is_retryable(&msg, m.context_window));
+}

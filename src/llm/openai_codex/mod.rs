@@ -20,10 +20,10 @@
 use serde_json::{json, Map, Value};
 
 use super::drive::{effective_thinking_level, Flow, WireApi};
-use super::http::{dedupe_headers, HttpRequest};
+use super::http::{dedupe_headers, HttpError, HttpRequest};
 use super::model::Model;
 use super::openai_responses::{convert_input, ResponsesStream, NO_STOP_REASON, NO_TERMINAL_EVENT};
-use super::pi_messages::status_text;
+use super::pi_messages::{fetch_failed, status_text};
 use super::request::json_request;
 use super::sse::SseEvent;
 use super::stream::{base_max_tokens, AbortTexts, Failure, StreamedMessage};
@@ -384,6 +384,10 @@ impl<'a> WireApi<'a> for CodexStream {
 
     fn http_error(_: &Model, status: u16, _: Option<&str>, body: &str) -> String {
         http_error_message(status, body, now_ms())
+    }
+
+    fn transport_error(e: &HttpError) -> String {
+        fetch_failed(e, true)
     }
 
     fn on_event(

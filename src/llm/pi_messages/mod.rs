@@ -12,7 +12,7 @@
 use serde_json::{json, Map, Value};
 
 use super::drive::{effective_thinking_level, Flow, WireApi};
-use super::http::HttpRequest;
+use super::http::{HttpError, HttpRequest};
 use super::model::Model;
 use super::request::json_request;
 use super::sse::SseEvent;
@@ -213,6 +213,23 @@ pub fn http_error_message(status: u16, body: &str) -> String {
     format!("{status} {}: {message}{code}", status_text(status))
 }
 
+/// A request that got no response, as `fetch` reports it: `fetch failed`, with undici's cause
+/// when `with_cause` (pi's `withCauseDetail`, which Codex applies and pi-messages does not).
+pub(crate) fn fetch_failed(e: &HttpError, with_cause: bool) -> String {
+    let cause = match e {
+        HttpError::InvalidUrl { .. } | HttpError::Aborted => return e.to_string(),
+        HttpError::ConnectionRefused { target } => format!("connect ECONNREFUSED {target}"),
+        HttpError::HostNotFound { host } => format!("getaddrinfo ENOTFOUND {host}"),
+        HttpError::TimedOut => "Connect Timeout Error".to_owned(),
+        HttpError::Connection { detail } => detail.clone(),
+    };
+    if with_cause && !cause.is_empty() {
+        format!("fetch failed: {cause}")
+    } else {
+        "fetch failed".to_owned()
+    }
+}
+
 /// The message of a failed stream as pi's `createErrorEvent` builds it: nothing of what was
 /// streamed survives (empty content and usage, stamped now).
 fn reset_for_error(msg: &mut AssistantMessage) {
@@ -258,6 +275,10 @@ impl<'a> WireApi<'a> for PiMessagesStream {
 
     fn http_error(_: &Model, status: u16, _: Option<&str>, body: &str) -> String {
         http_error_message(status, body)
+    }
+
+    fn transport_error(e: &HttpError) -> String {
+        fetch_failed(e, false)
     }
 
     fn on_event(
