@@ -253,3 +253,57 @@ fn abort_and_credential_failures() {
         ))
     );
 }
+
+#[test]
+fn catalog_compat_declares_tools_in_the_input_and_sends_the_effort_as_an_update() {
+    let mock = MockLlm::start(json!({"default": {"blocks": [{"type": "text", "text": "k"}]}}));
+    // gpt-5.6-luna's compat: tools as an `additional_tools` item, no top-level `tools`.
+    let compat = json!({"supportsOpenAIGrammarTools": true, "supportsAdditionalTools": true,
+        "supportsToolSearch": true, "supportsMidConvoSystemMessages": true});
+    let m = model(&mock, json!({"compat": compat}));
+    run(
+        &m,
+        &ctx(vec![user("hi")]),
+        &opts(ThinkingLevel::High),
+        &CancelToken::new(),
+    );
+    let body = mock.requests()[0]["body"].clone();
+    assert!(body.get("tools").is_none());
+    assert_eq!(
+        body["input"],
+        json!([{"type": "additional_tools", "role": "developer", "tools": [{"type": "function",
+                "name": "bash", "description": "Execute a bash command", "parameters":
+                {"type": "object", "properties": {"command": {"type": "string"}},
+                "required": ["command"]}, "strict": null}]},
+            {"role": "developer", "content": "You are a test."},
+            {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}])
+    );
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
+    // gpt-6-luna adds supportsMidConvoEffort: effort `medium` + a trailing update item.
+    let mut compat = compat;
+    compat["supportsMidConvoEffort"] = json!(true);
+    let m = model(
+        &mock,
+        json!({"compat": compat, "thinkingLevelMap": {"off": "none", "minimal": "low"}}),
+    );
+    for (level, effort) in [(ThinkingLevel::High, "high"), (ThinkingLevel::Off, "none")] {
+        run(
+            &m,
+            &ctx(vec![user("hi")]),
+            &opts(level),
+            &CancelToken::new(),
+        );
+        let body = mock.requests().last().unwrap()["body"].clone();
+        assert_eq!(
+            body["reasoning"],
+            json!({"effort": "medium", "summary": "auto"})
+        );
+        assert_eq!(
+            body["input"].as_array().unwrap().last().unwrap(),
+            &json!({"type": "configuration_update", "reasoning": {"effort": effort}})
+        );
+    }
+}

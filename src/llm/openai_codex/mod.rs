@@ -11,11 +11,17 @@
 //! tools with `strict: null`, reasoning effort `none` at `off`), its event mapping
 //! (`response.done`, `error` → `Codex error: …`) and its error texts (the ChatGPT usage limit).
 //!
+//! The catalog's Codex models declare their tools in the input (`compat.supportsAdditionalTools`
+//! with `supportsMidConvoSystemMessages`: an `additional_tools` item before the system prompt)
+//! and some send the effort as a trailing `configuration_update` item
+//! (`supportsMidConvoEffort`); both are done for a conversation whose prompt and tools did not
+//! change mid-way.
+//!
 //! Not done (pi does them): the WebSocket transport (pi falls back to SSE itself; SSE-only is a
-//! valid port), zstd compression of the body (the backend accepts plain JSON), the compat
-//! features of pi's newest Responses code (mid-conversation system messages, `additional_tools`,
-//! tool search, grammar tools, `configuration_update` effort items), which pi-rpc's
-//! `openai-responses` does not implement either.
+//! valid port), zstd compression of the body (the backend accepts plain JSON), system messages
+//! kept in place with their tool-change notices (pi-rpc sends the current prompt and tools as
+//! the leading ones), the per-turn `configuration_update` items of earlier turns (pi-rpc stores
+//! no `providerThinkingLevel`), grammar (custom) tools and tool search.
 
 use serde_json::{json, Map, Value};
 
@@ -44,6 +50,8 @@ pub const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api";
 const MIN_OUTPUT_TOKENS: u64 = 16;
 /// `prompt_cache_key` and the session headers are cut to this many characters.
 const PROMPT_CACHE_KEY_MAX_CHARS: usize = 64;
+/// The request's effort when the level travels in a `configuration_update` item.
+const CONFIGURATION_UPDATE_REQUEST_EFFORT: &str = "medium";
 /// A terminal event left the stop reason unset (pi's `assertSuccessfulOutput`).
 pub const CODEX_NO_STOP_REASON: &str = "Codex stream ended without a stop reason";
 /// The response statuses pi keeps; any other is dropped (then the stop reason is `stop`).
@@ -141,39 +149,72 @@ pub fn convert_tools(tools: &[ToolSpec], supports_strict_mode: bool) -> Vec<Valu
         .collect()
 }
 
-/// The `reasoning` field (pi's `streamSimple` + `buildRequestBody`): the clamped level's
-/// effort (`thinkingLevelMap[level] ?? level`) with `summary: "auto"`; at `off`, effort `none`
-/// on a reasoning model (`thinkingLevelMap.off` when defined, no field when it is `null`).
-fn reasoning(model: &Model, level: ThinkingLevel) -> Option<Value> {
+/// pi's `reasoningEffort` option (`streamSimple`): the clamped level, `none` at `off` on a
+/// reasoning model, nothing otherwise.
+fn requested_effort(model: &Model, level: ThinkingLevel) -> Option<&'static str> {
     let level = match level {
         ThinkingLevel::Off => ThinkingLevel::Off,
         requested => effective_thinking_level(model, requested),
     };
-    let effort = if level != ThinkingLevel::Off {
-        match level_mapping(model, level) {
-            LevelMapping::Value(v) => v.to_owned(),
-            _ => level.as_str().to_owned(),
-        }
+    if level != ThinkingLevel::Off {
+        Some(level.as_str())
     } else if model.reasoning {
-        match level_mapping(model, ThinkingLevel::Off) {
-            LevelMapping::Unmapped => "none".to_owned(),
-            LevelMapping::Value(v) => v.to_owned(),
-            LevelMapping::Unsupported => return None,
-        }
+        Some("none")
     } else {
+        None
+    }
+}
+
+/// pi's `resolveReasoningEffort`: the provider's effort for a requested one
+/// (`thinkingLevelMap[level] ?? level`; for `none`, `thinkingLevelMap.off` when defined), `None`
+/// when the model takes no reasoning field for it.
+fn resolve_effort(model: &Model, effort: &str) -> Option<String> {
+    if effort == "none" {
+        return match level_mapping(model, ThinkingLevel::Off) {
+            LevelMapping::Unmapped => Some("none".to_owned()),
+            LevelMapping::Value(v) => Some(v.to_owned()),
+            LevelMapping::Unsupported => None,
+        };
+    }
+    match ThinkingLevel::parse(effort).map(|l| level_mapping(model, l)) {
+        Some(LevelMapping::Value(v)) => Some(v.to_owned()),
+        _ => Some(effort.to_owned()),
+    }
+}
+
+/// With `compat.supportsMidConvoEffort` the effort travels as a trailing `configuration_update`
+/// input item (the request's own effort is fixed at `medium`): the effort for it.
+fn configuration_update_effort(model: &Model, level: ThinkingLevel) -> Option<String> {
+    if model.compat_bool("supportsMidConvoEffort") != Some(true) {
         return None;
-    };
-    Some(json!({"effort": effort, "summary": "auto"}))
+    }
+    resolve_effort(model, requested_effort(model, level)?)
 }
 
 /// The request body (pi's `buildRequestBody`). `max_tokens` is the already fitted output cap.
 pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tokens: u64) -> Value {
     let flag = |k: &str| model.compat_bool(k).unwrap_or(true);
+    // Tools declared in the input (`additional_tools`) rather than in `tools`.
+    let tool_changes = model.compat_bool("supportsMidConvoSystemMessages") == Some(true)
+        && model.compat_bool("supportsAdditionalTools") == Some(true);
+    let tools = convert_tools(&ctx.tools, flag("supportsStrictMode"));
+    let update_effort = configuration_update_effort(model, opts.thinking_level);
+    let mut input = convert_input(model, ctx);
+    if tool_changes && !tools.is_empty() {
+        // The leading system message's tools, declared before its text.
+        input.insert(
+            0,
+            json!({"type": "additional_tools", "role": "developer", "tools": tools}),
+        );
+    }
+    if let Some(effort) = &update_effort {
+        input.push(json!({"type": "configuration_update", "reasoning": {"effort": effort}}));
+    }
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
     body.insert("store".into(), json!(false));
     body.insert("stream".into(), json!(true));
-    body.insert("input".into(), Value::Array(convert_input(model, ctx)));
+    body.insert("input".into(), Value::Array(input));
     body.insert("text".into(), json!({"verbosity": "low"}));
     body.insert("include".into(), json!(["reasoning.encrypted_content"]));
     if let Some(sid) = cache_session_id(opts) {
@@ -187,14 +228,19 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
             json!(max_tokens.max(MIN_OUTPUT_TOKENS)),
         );
     }
-    if !ctx.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            Value::Array(convert_tools(&ctx.tools, flag("supportsStrictMode"))),
-        );
+    if !tool_changes && !tools.is_empty() {
+        body.insert("tools".into(), Value::Array(tools));
     }
-    if let Some(r) = reasoning(model, opts.thinking_level) {
-        body.insert("reasoning".into(), r);
+    let effort = match (&update_effort, requested_effort(model, opts.thinking_level)) {
+        (Some(_), _) => Some(CONFIGURATION_UPDATE_REQUEST_EFFORT.to_owned()),
+        (None, Some(requested)) => resolve_effort(model, requested),
+        (None, None) => None,
+    };
+    if let Some(effort) = effort {
+        body.insert(
+            "reasoning".into(),
+            json!({"effort": effort, "summary": "auto"}),
+        );
     }
     Value::Object(body)
 }
