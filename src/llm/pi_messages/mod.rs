@@ -27,7 +27,7 @@ mod events;
 mod transcript;
 
 pub use self::events::PiMessagesStream;
-pub use self::transcript::{force_system_prompt, llm_transcript};
+pub use self::transcript::{block_images, force_system_prompt, llm_transcript};
 
 /// pi's texts of an abort: `fetch` and the body reader both reject with the `AbortError`.
 pub const ABORT_TEXTS: AbortTexts = AbortTexts {

@@ -112,6 +112,46 @@ pub fn force_system_prompt(transcript: Vec<Value>, prompt: &str, now: u64) -> Ve
     out
 }
 
+/// `images.blockImages` on a JSON transcript (pi's `convertToLlm` wrapper in `sdk.js`): in user
+/// and tool-result messages every image becomes a `note` text block, and a note right after a
+/// note is dropped.
+pub fn block_images(transcript: &mut [Value], note: &str) {
+    let is_note = |b: &Value| {
+        b.get("type").and_then(Value::as_str) == Some("text")
+            && b.get("text").and_then(Value::as_str) == Some(note)
+    };
+    for msg in transcript.iter_mut() {
+        if !matches!(Role::of(msg), Some(Role::User | Role::ToolResult)) {
+            continue;
+        }
+        let Some(Value::Array(content)) = msg.get_mut("content") else {
+            continue;
+        };
+        let image = |b: &Value| b.get("type").and_then(Value::as_str) == Some("image");
+        if !content.iter().any(image) {
+            continue;
+        }
+        let mapped: Vec<Value> = content
+            .iter()
+            .map(|b| {
+                if image(b) {
+                    serde_json::json!({"type": "text", "text": note})
+                } else {
+                    b.clone()
+                }
+            })
+            .collect();
+        let mut out: Vec<Value> = Vec::with_capacity(mapped.len());
+        for (i, b) in mapped.iter().enumerate() {
+            if i > 0 && is_note(b) && is_note(&mapped[i - 1]) {
+                continue;
+            }
+            out.push(b.clone());
+        }
+        *content = out;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +216,23 @@ mod tests {
             none[0],
             json!({"role": "system", "content": "P", "timestamp": 99})
         );
+    }
+
+    #[test]
+    fn blocked_images_become_one_note_per_run() {
+        let img = json!({"type": "image", "data": "x", "mimeType": "image/png"});
+        let mut t = vec![
+            json!({"role": "user", "content": [img, img, {"type": "text", "text": "a"}, img]}),
+            json!({"role": "toolResult", "content": [{"type": "text", "text": "N"}, img]}),
+            json!({"role": "assistant", "content": [img]}),
+        ];
+        block_images(&mut t, "N");
+        let note = json!({"type": "text", "text": "N"});
+        assert_eq!(
+            t[0]["content"],
+            json!([note, {"type": "text", "text": "a"}, note])
+        );
+        assert_eq!(t[1]["content"], json!([note]));
+        assert_eq!(t[2]["content"], json!([img]));
     }
 }
