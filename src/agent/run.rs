@@ -850,6 +850,20 @@ impl AgentSession {
                 system_prompt,
                 messages,
                 tools,
+                transcript: (self.model.api == "pi-messages").then(|| {
+                    let t = crate::llm::pi_messages::llm_transcript(&source);
+                    let mut t = match self.life.run_system_prompt() {
+                        Some(p) => crate::llm::pi_messages::force_system_prompt(t, p, now_ms()),
+                        None => t,
+                    };
+                    if self.settings.images_block_images() {
+                        crate::llm::pi_messages::block_images(
+                            &mut t,
+                            crate::image::IMAGE_BLOCKED_TEXT,
+                        );
+                    }
+                    t
+                }),
             },
             opts,
         )

@@ -192,6 +192,7 @@ impl Summarizer<'_> {
     /// One request: the summarization system prompt, one user message, no tools, no caching.
     fn request(&self, prompt: &str) -> AssistantMessage {
         let ctx = LlmContext {
+            transcript: None,
             system_prompt: SYSTEM_PROMPT.to_string(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text(prompt.to_string())],

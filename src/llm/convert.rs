@@ -42,6 +42,7 @@ pub fn build_llm_context(messages: &[Value], model: &Model) -> LlmContext {
         system_prompt,
         messages: messages_out,
         tools: current_tools(messages),
+        transcript: None,
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::io::BufReader;
 
-use super::http::{HttpRequest, HttpResponse};
+use super::http::{HttpError, HttpRequest, HttpResponse};
 use super::model::Model;
 use super::request::{post_streaming, read_failure};
 use super::sse::{SseEvent, SseParser};
@@ -42,6 +42,10 @@ pub(crate) trait WireApi<'a>: Sized {
     /// Whether `Start` is reported as soon as the response headers arrived. `false` leaves it
     /// to the state machine (or to the end of the body).
     const START_ON_HEADERS: bool = true;
+    /// Whether `Start` is reported at the end of the body (or a read failure) when nothing did
+    /// yet. `false`: only the state machine reports it (pi-messages: a response without a
+    /// `start` event has its final message as its start).
+    const START_AT_END: bool = true;
     /// Whether a final event without its blank line is dispatched at the end of the body (pi's
     /// own SSE parser) rather than dropped (the specification, which the vendor SDKs follow).
     const DISPATCH_TRAILING: bool;
@@ -56,6 +60,12 @@ pub(crate) trait WireApi<'a>: Sized {
 
     /// The error message of a non-success status, from the response's content type and body.
     fn http_error(model: &Model, status: u16, content_type: Option<&str>, body: &str) -> String;
+
+    /// The error message of a request that got no response (the SDKs' wording by default; APIs
+    /// pi calls with plain `fetch` say `fetch failed`).
+    fn transport_error(e: &HttpError) -> String {
+        e.to_string()
+    }
 
     /// Applies one event to the streamed message (reporting what changed). `Err` ends the
     /// stream; [`Flow::Stop`] ends the reading as the end of the body would.
@@ -121,9 +131,13 @@ fn exchange<'a, W: WireApi<'a>>(
     }
     let (request, built) = W::request(model, ctx, opts)?;
     let state = state.insert(built);
-    let response = post_streaming(request, cancel, out, |status, content_type, body| {
-        W::http_error(model, status, content_type, body)
-    })?;
+    let response = post_streaming(
+        request,
+        cancel,
+        out,
+        |status, content_type, body| W::http_error(model, status, content_type, body),
+        W::transport_error,
+    )?;
     if W::START_ON_HEADERS {
         out.start();
     }
@@ -149,7 +163,9 @@ fn read_events<'a, W: WireApi<'a>>(
         let event = match item {
             Ok(event) => event,
             Err(e) => {
-                out.start();
+                if W::START_AT_END {
+                    out.start();
+                }
                 return Err(read_failure(&e, cancel));
             }
         };
@@ -157,7 +173,9 @@ fn read_events<'a, W: WireApi<'a>>(
             break;
         }
     }
-    out.start();
+    if W::START_AT_END {
+        out.start();
+    }
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);
     }

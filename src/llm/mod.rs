@@ -34,8 +34,10 @@ mod golden;
 pub(crate) mod google;
 pub(crate) mod http;
 pub(crate) mod mistral;
+pub(crate) mod openai_codex;
 pub(crate) mod openai_completions;
 pub(crate) mod openai_responses;
+pub(crate) mod pi_messages;
 #[cfg(test)]
 mod prop_tests;
 pub(crate) mod request;

@@ -1065,6 +1065,7 @@ struct Tally {
 fn check_api(api: Api, seed: u64, cases: usize, skip: Skip) -> Result<Tally, String> {
     let model = api.model();
     let ctx = LlmContext {
+        transcript: None,
         system_prompt: "You are a test.".into(),
         messages: vec![LlmMessage::User {
             content: vec![ContentBlock::text("hi")],

@@ -21,7 +21,8 @@ pub const ERROR_BODY_CAP: usize = 64 * 1024;
 /// Marks the request as sent and POSTs it. A success status returns the response whose body
 /// is the event stream; a transport abort is [`Failure::Aborted`]; a non-success status reads
 /// at most [`ERROR_BODY_CAP`] bytes of the body and becomes [`Failure::Error`] with the text
-/// `error_message(status, content_type, body)` formats (each API words it differently); a
+/// `error_message(status, content_type, body)` formats (each API words it differently; a
+/// transport failure is worded by `transport_message`); a
 /// body cut at the cap ends with `… [error body cut at 65536 bytes]`.
 ///
 /// The caller checks the cancel token before calling: an abort found there gets the
@@ -32,11 +33,12 @@ pub fn post_streaming(
     cancel: &CancelToken,
     out: &mut StreamedMessage<'_>,
     error_message: impl FnOnce(u16, Option<&str>, &str) -> String,
+    transport_message: impl FnOnce(&HttpError) -> String,
 ) -> Result<HttpResponse, Failure> {
     out.mark_sent();
     let mut response = http::post(request, cancel).map_err(|e| match e {
         HttpError::Aborted => Failure::Aborted,
-        other => Failure::Error(other.to_string()),
+        other => Failure::Error(transport_message(&other)),
     })?;
     if !response.is_success() {
         let status = response.status();

@@ -369,6 +369,7 @@ mod tests {
 
     fn ctx_with_text(chars: usize) -> LlmContext {
         LlmContext {
+            transcript: None,
             system_prompt: String::new(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("x".repeat(chars))],
@@ -424,6 +425,7 @@ mod tests {
             ..AssistantMessage::default()
         };
         let ctx = LlmContext {
+            transcript: None,
             system_prompt: "s".repeat(7000),
             messages: vec![
                 LlmMessage::User {

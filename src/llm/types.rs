@@ -551,6 +551,11 @@ pub struct LlmContext {
     pub system_prompt: String,
     pub messages: Vec<LlmMessage>,
     pub tools: Vec<ToolSpec>,
+    /// The transcript as pi's `convertToLlm` leaves it (system messages in place, JSON as
+    /// stored), for the wire APIs that send it verbatim (`pi-messages`). `None` when the
+    /// request was not built from a transcript (a summary): such an API then sends pi's
+    /// normalized form of `system_prompt`, `tools` and `messages`.
+    pub transcript: Option<Vec<Value>>,
 }
 
 /// Prompt caching preference (pi's `cacheRetention`).

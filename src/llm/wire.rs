@@ -10,7 +10,8 @@ use super::model::Model;
 use super::stream::{AbortTexts, Failure, StreamUpdate, StreamedMessage};
 use super::types::{AssistantMessage, LlmContext, StreamOptions};
 use super::{
-    anthropic, azure_responses, google, mistral, openai_completions, openai_responses, specials,
+    anthropic, azure_responses, google, mistral, openai_codex, openai_completions, openai_responses,
+    pi_messages, specials,
 };
 use crate::cancel::CancelToken;
 
@@ -45,6 +46,10 @@ pub fn stream_assistant(
         "azure-openai-responses" => {
             drive::<azure_responses::AzureStream>(model, ctx, opts, cancel, on_event)
         }
+        "openai-codex-responses" => {
+            drive::<openai_codex::CodexStream>(model, ctx, opts, cancel, on_event)
+        }
+        "pi-messages" => drive::<pi_messages::PiMessagesStream>(model, ctx, opts, cancel, on_event),
         other => {
             let out = StreamedMessage::new(model, on_event);
             out.finish(

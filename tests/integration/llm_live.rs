@@ -1,5 +1,6 @@
 //! Live calls to the real provider APIs, one per wire API. Each runs only when its key is in the
-//! environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`) and otherwise returns at
+//! environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`, `RADIUS_API_KEY`,
+//! `PI_LIVE_OPENAI_CODEX_TOKEN`: a ChatGPT login's access token) and otherwise returns at
 //! once, saying on stderr that it was skipped (CI has no keys and no network).
 //!
 //! Each sends one short prompt through `stream_assistant` with a built-in catalog model and the
@@ -69,6 +70,7 @@ pub(crate) fn live_model(
 
 pub(crate) fn ask(model: &Model, opts: &StreamOptions) {
     let ctx = LlmContext {
+        transcript: None,
         system_prompt: "You are a terse assistant. Answer in a few words.".into(),
         messages: vec![LlmMessage::User {
             content: vec![ContentBlock::text("Say hello.")],
@@ -160,5 +162,41 @@ fn live_google_generative_ai() {
         return;
     };
     assert_eq!(model.api, "google-generative-ai");
+    ask(&model, &opts);
+}
+
+#[test]
+fn live_pi_messages() {
+    let Some((model, opts)) = live_model("RADIUS_API_KEY", "radius", "balanced", None) else {
+        return;
+    };
+    assert_eq!(model.api, "pi-messages");
+    ask(&model, &opts);
+}
+
+#[test]
+fn live_openai_codex_responses() {
+    // openai-codex has no API key: the access token of a ChatGPT login (auth.json's
+    // `openai-codex.access`) is given directly.
+    let token = std::env::var("PI_LIVE_OPENAI_CODEX_TOKEN").unwrap_or_default();
+    if token.trim().is_empty() {
+        eprintln!("skipped: PI_LIVE_OPENAI_CODEX_TOKEN is not set (live openai-codex test)");
+        return;
+    }
+    let id = std::env::var("PI_LIVE_OPENAI_CODEX_MODEL").unwrap_or_else(|_| "gpt-5.6-luna".into());
+    let mut diags = Vec::new();
+    let registry = ModelRegistry::from_parts(None, AuthStore::empty(), &mut diags);
+    let model = registry
+        .find("openai-codex", &id)
+        .cloned()
+        .unwrap_or_else(|| panic!("openai-codex/{id} is not in the built-in catalog"));
+    assert_eq!(model.api, "openai-codex-responses");
+    let opts = StreamOptions {
+        api_key: Some(token.trim().to_string()),
+        thinking_level: ThinkingLevel::Off,
+        max_tokens: Some(256),
+        idle_timeout: Duration::from_secs(60),
+        ..StreamOptions::default()
+    };
     ask(&model, &opts);
 }

@@ -68,6 +68,7 @@ pub fn user_with_png(text: &str) -> LlmMessage {
 /// `messages` under the system prompt `You are a test.` with the bash tool.
 pub fn ctx(messages: Vec<LlmMessage>) -> LlmContext {
     LlmContext {
+        transcript: None,
         system_prompt: "You are a test.".into(),
         messages,
         tools: vec![bash_tool()],

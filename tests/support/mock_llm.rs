@@ -5,6 +5,7 @@
 //! * Anthropic Messages      `POST …/messages`                        (SSE or JSON)
 //! * OpenAI Chat Completions `POST …/chat/completions`                (SSE or JSON)
 //! * OpenAI Responses        `POST …/responses`                       (SSE)
+//! * pi-messages             `POST …/messages` with a `{model, context, options}` body (SSE)
 //! * Google Gemini           `POST …/models/{model}:streamGenerateContent?alt=sse` (SSE),
 //!   `…:generateContent` (JSON)
 //! * `GET …/models`          a one-model list, for clients that probe.
@@ -52,6 +53,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Map, Value};
+
+#[path = "mock_pi_messages.rs"]
+mod pi_messages;
 
 /// How often a sleeping or hanging handler checks for a closed client or a stopping server.
 const POLL: Duration = Duration::from_millis(10);
@@ -699,9 +703,14 @@ impl Conn<'_> {
     }
 
     fn serve_post(&mut self, request: &Request, path: &str) -> Flow {
-        let api = Api::detect(path);
         let body_text = String::from_utf8_lossy(&request.body);
         let parsed = serde_json::from_slice::<Value>(&request.body);
+        let api = Api::detect(path).map(|a| match (a, &parsed) {
+            (Api::Anthropic, Ok(b)) if b.get("context").is_some_and(Value::is_object) => {
+                Api::PiMessages
+            }
+            (a, _) => a,
+        });
         let taken = api.map(|_| self.shared.take(&body_text, parsed.is_ok()));
         self.seq = taken.as_ref().map_or(0, |t| t.seq);
         let logged_body = match &parsed {
@@ -763,6 +772,7 @@ impl Conn<'_> {
             Api::OpenAiChat if stream => self.chat_stream(r, model),
             Api::OpenAiChat => self.chat_json(r, model),
             Api::OpenAiResponses => self.responses_stream(r, model),
+            Api::PiMessages => self.pi_messages_stream(r),
             Api::Google if path.ends_with(":streamGenerateContent") => self.google_stream(r, model),
             Api::Google => self.google_json(r, model),
         }
@@ -788,6 +798,7 @@ impl Conn<'_> {
                 "request_id": self.request_id()}),
             Api::OpenAiChat | Api::OpenAiResponses => json!({"error": {"message": message,
                 "type": error_type, "param": null, "code": r.error_code}}),
+            Api::PiMessages => json!({"error": {"message": message, "code": r.error_code}}),
             Api::Google => json!({"error": {"code": status, "message": message,
                 "status": r.error_status.clone()
                     .unwrap_or_else(|| google_status(status).to_string())}}),
@@ -1319,6 +1330,8 @@ enum Api {
     OpenAiChat,
     OpenAiResponses,
     Google,
+    /// `…/messages` with a pi-messages body (told apart from Anthropic by its `context`).
+    PiMessages,
 }
 
 impl Api {
@@ -1346,6 +1359,7 @@ impl Api {
             Api::OpenAiChat => "openai-chat",
             Api::OpenAiResponses => "openai-responses",
             Api::Google => "google",
+            Api::PiMessages => "pi-messages",
         }
     }
 }

@@ -722,6 +722,7 @@ mod tests {
             as_string: true,
         };
         let ctx = LlmContext {
+            transcript: None,
             system_prompt: String::new(),
             messages: vec![user("first"), user("   "), user("second")],
             tools: vec![],
@@ -745,6 +746,7 @@ mod tests {
     fn thinking_variants() {
         let model = mock_sonnet();
         let ctx = LlmContext {
+            transcript: None,
             system_prompt: String::new(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("hi")],
@@ -807,6 +809,7 @@ mod tests {
     fn auth_variants_and_cache() {
         let model = mock_sonnet();
         let ctx = LlmContext {
+            transcript: None,
             system_prompt: "SYS".into(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("hi")],
@@ -937,6 +940,7 @@ mod tests {
             ..AssistantMessage::default()
         };
         let ctx = LlmContext {
+            transcript: None,
             system_prompt: String::new(),
             messages: vec![
                 LlmMessage::User {

@@ -186,6 +186,7 @@ mod tests {
                     "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}}}),
                 strict_prefer: true,
             }],
+            transcript: None,
         }
     }
 

@@ -747,6 +747,7 @@ mod tests {
             ..AssistantMessage::default()
         };
         let ctx = LlmContext {
+            transcript: None,
             system_prompt: "Be brief.".into(),
             messages: vec![
                 LlmMessage::User {
@@ -808,6 +809,7 @@ mod tests {
     fn older_models_get_tool_images_in_a_user_turn() {
         let m = model("gemini-2.5-flash");
         let ctx = LlmContext {
+            transcript: None,
             system_prompt: String::new(),
             messages: vec![LlmMessage::ToolResult {
                 tool_call_id: "c1".into(),

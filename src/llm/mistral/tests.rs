@@ -133,6 +133,7 @@ fn body_matches_pi() {
             },
         ],
         tools: vec![bash_tool()],
+        transcript: None,
     };
     let opts = StreamOptions {
         session_id: Some("sess-1".into()),
@@ -199,6 +200,7 @@ fn images_for_a_text_only_model() {
             ),
         ],
         tools: Vec::new(),
+        transcript: None,
     };
     let msgs = request::convert_messages(&m, &ctx);
     assert_eq!(

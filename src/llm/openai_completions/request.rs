@@ -784,6 +784,7 @@ mod tests {
 
     fn simple_ctx() -> LlmContext {
         LlmContext {
+            transcript: None,
             system_prompt: "SYS".into(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("hi")],
@@ -886,6 +887,7 @@ mod tests {
             ..AssistantMessage::default()
         };
         let ctx = LlmContext {
+            transcript: None,
             system_prompt: String::new(),
             messages: vec![
                 LlmMessage::User {

@@ -35,7 +35,7 @@ mod request;
 use self::request::*;
 
 pub use self::events::ResponsesStream;
-pub use self::request::{build_body, endpoint, request_headers, short_hash};
+pub use self::request::{build_body, convert_input, endpoint, request_headers, short_hash};
 
 /// pi's `OPENAI_RESPONSES_MIN_OUTPUT_TOKENS`: the API rejects smaller `max_output_tokens`.
 const MIN_OUTPUT_TOKENS: u64 = 16;
@@ -280,6 +280,7 @@ mod tests {
 
     pub(super) fn ctx(messages: Vec<LlmMessage>) -> LlmContext {
         LlmContext {
+            transcript: None,
             system_prompt: "S.".into(),
             messages,
             tools: Vec::new(),
