@@ -23,6 +23,7 @@ pub use registry::ModelRegistry;
 pub(crate) use role::Role;
 pub use thinking::ThinkingLevel;
 pub(crate) mod anthropic;
+pub(crate) mod bedrock;
 pub mod convert;
 pub(crate) mod drive;
 pub mod errors;

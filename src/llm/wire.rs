@@ -9,7 +9,7 @@ use super::drive::{drive, effective_thinking_level};
 use super::model::Model;
 use super::stream::{AbortTexts, Failure, StreamUpdate, StreamedMessage};
 use super::types::{AssistantMessage, LlmContext, StreamOptions};
-use super::{anthropic, google, openai_completions, openai_responses, specials};
+use super::{anthropic, bedrock, google, openai_completions, openai_responses, specials};
 use crate::cancel::CancelToken;
 
 /// Streams one assistant response from `model`. Never panics; the returned message is final
@@ -34,6 +34,7 @@ pub fn stream_assistant(
             drive::<openai_responses::ResponsesStream>(model, ctx, opts, cancel, on_event)
         }
         "google-generative-ai" => drive::<google::GoogleStream>(model, ctx, opts, cancel, on_event),
+        "bedrock-converse-stream" => bedrock::stream(model, ctx, opts, cancel, on_event),
         other => {
             let out = StreamedMessage::new(model, on_event);
             out.finish(
@@ -124,7 +125,7 @@ mod tests {
     fn unsupported_api_is_an_error_without_start() {
         let m = Model {
             id: "x".into(),
-            api: "bedrock-converse-stream".into(),
+            api: "no-such-api".into(),
             provider: "p".into(),
             ..Model::default()
         };
@@ -140,7 +141,7 @@ mod tests {
         assert_eq!(msg.stop_reason, StopReason::Error);
         assert_eq!(
             msg.error_message.as_deref(),
-            Some("Unsupported API: bedrock-converse-stream")
+            Some("Unsupported API: no-such-api")
         );
         assert!(msg.duration_ms.is_some());
         assert_eq!(msg.thinking_level, Some(ThinkingLevel::Off));

@@ -1,0 +1,242 @@
+//! Amazon Bedrock's ConverseStream (`bedrock-converse-stream`, providers-catalog.md §4.1), done
+//! by hand where pi uses the AWS SDK: the request body (`request`), SigV4 signing (`sigv4`) or
+//! a bearer token, the region/endpoint/credential resolution (`credentials`), and the binary
+//! `application/vnd.amazon.eventstream` body (`eventstream`) fed to the event state machine
+//! (`events`).
+//!
+//! The body is not server-sent events, so this adapter runs its own exchange (the same steps
+//! as `drive::drive`: abort check, request, POST, error wording, events, final message).
+
+use std::io::BufReader;
+
+use super::http::{self, HttpError, HttpRequest};
+use super::model::Model;
+use super::request::{read_failure, ERROR_BODY_CAP};
+use super::stream::{AbortTexts, Failure, StreamUpdate, StreamedMessage};
+use super::types::{AssistantMessage, LlmContext, StreamOptions};
+use crate::cancel::CancelToken;
+
+pub mod credentials;
+mod events;
+pub mod eventstream;
+mod request;
+pub mod sigv4;
+
+pub use self::events::{format_error, http_error_message, BedrockStream};
+pub use self::request::build_body;
+
+use self::credentials::{Auth, Env};
+use self::eventstream::{FrameError, FrameReader};
+
+/// The service name in the signing scope (not `bedrock-runtime`).
+const SERVICE: &str = "bedrock";
+
+/// The abort texts: the SDK's `Request aborted` until the response, pi's own check after the
+/// stream loop once it streamed.
+pub const ABORT_TEXTS: AbortTexts = AbortTexts {
+    before_request: "Request aborted",
+    before_response: "Request aborted",
+    streaming: "Request was aborted",
+};
+
+/// The process environment.
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Streams one response (see `wire::stream_assistant`).
+pub fn stream(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(StreamUpdate<'_>),
+) -> AssistantMessage {
+    let home = std::env::var("HOME").ok();
+    stream_with_env(
+        model,
+        ctx,
+        opts,
+        cancel,
+        on_event,
+        &process_env,
+        home.as_deref(),
+        now_secs(),
+    )
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// [`stream`] with the environment, home directory and clock given.
+#[allow(clippy::too_many_arguments)]
+pub fn stream_with_env(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(StreamUpdate<'_>),
+    env: Env<'_>,
+    home: Option<&str>,
+    now: u64,
+) -> AssistantMessage {
+    let mut out = StreamedMessage::new(model, on_event);
+    let mut state = BedrockStream::new();
+    let result = exchange(
+        model, ctx, opts, cancel, &mut out, &mut state, env, home, now,
+    );
+    if result.is_err() {
+        state.flush(&mut out);
+    }
+    out.finish(result, cancel, &ABORT_TEXTS)
+}
+
+/// The signed (or bearer) request.
+pub fn build_request(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    env: Env<'_>,
+    home: Option<&str>,
+    now: u64,
+) -> Result<HttpRequest, String> {
+    let target = credentials::target(model, env, home)?;
+    let auth = credentials::auth(opts.api_key.as_deref(), env, home)?;
+    let body = build_body(model, ctx, opts, env)?;
+    let body = crate::js::json::to_js_vec(&body).map_err(|e| e.to_string())?;
+    let path_suffix = format!("/model/{}/converse-stream", sigv4::uri_escape(&model.id));
+    let url = format!("{}{path_suffix}", target.endpoint);
+    let (host, path) = host_and_path(&url).ok_or_else(|| format!("Invalid URL: {url}"))?;
+    let mut headers: Vec<(String, String)> = vec![
+        ("content-type".into(), "application/json".into()),
+        (
+            "amz-sdk-invocation-id".into(),
+            uuid::Uuid::new_v4().to_string(),
+        ),
+        ("amz-sdk-request".into(), "attempt=1; max=3".into()),
+    ];
+    // Caller headers never replace the signing and auth headers.
+    for (name, value) in &opts.headers {
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with("x-amz-") || lower == "authorization" || lower == "host" {
+            continue;
+        }
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        headers.push((lower, value.clone()));
+    }
+    match auth {
+        Auth::Bearer(token) => {
+            headers.push(("authorization".into(), format!("Bearer {token}")));
+        }
+        Auth::SigV4(creds) => {
+            let date = sigv4::amz_date(now);
+            let payload_hash = sigv4::sha256_hex(&body);
+            headers.push(("x-amz-date".into(), date.clone()));
+            headers.push(("x-amz-content-sha256".into(), payload_hash.clone()));
+            if let Some(token) = &creds.session_token {
+                headers.push(("x-amz-security-token".into(), token.clone()));
+            }
+            let mut signed = headers.clone();
+            signed.push(("host".into(), host));
+            let sig = sigv4::sign(
+                &sigv4::SigningInput {
+                    method: "POST",
+                    path: &path,
+                    query: "",
+                    headers: &signed,
+                    payload_hash: &payload_hash,
+                    amz_date: &date,
+                    region: &target.region,
+                    service: SERVICE,
+                },
+                &creds,
+            );
+            headers.push(("authorization".into(), sig.authorization));
+        }
+    }
+    Ok(HttpRequest {
+        url,
+        headers,
+        body,
+        idle_timeout: opts.idle_timeout,
+    })
+}
+
+/// The `Host` header ureq sends (the port only when not the scheme's default) and the path.
+fn host_and_path(url: &str) -> Option<(String, String)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let path = path.split(['?', '#']).next().unwrap_or("/").to_string();
+    let default_port = if scheme.eq_ignore_ascii_case("https") {
+        ":443"
+    } else {
+        ":80"
+    };
+    let host = authority.strip_suffix(default_port).unwrap_or(authority);
+    Some((host.to_ascii_lowercase(), path))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn exchange(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    cancel: &CancelToken,
+    out: &mut StreamedMessage<'_>,
+    state: &mut BedrockStream,
+    env: Env<'_>,
+    home: Option<&str>,
+    now: u64,
+) -> Result<(), Failure> {
+    if cancel.is_cancelled() {
+        return Err(Failure::Aborted);
+    }
+    let request = build_request(model, ctx, opts, env, home, now).map_err(Failure::Error)?;
+    out.mark_sent();
+    let mut response = http::post(request, cancel).map_err(|e| match e {
+        HttpError::Aborted => Failure::Aborted,
+        other => Failure::Error(other.to_string()),
+    })?;
+    if !response.is_success() {
+        let status = response.status();
+        let error_type = response.error_type().map(str::to_owned);
+        let body = response
+            .read_text(ERROR_BODY_CAP)
+            .map_err(|e| read_failure(&e, cancel))?;
+        return Err(Failure::Error(http_error_message(
+            status,
+            error_type.as_deref(),
+            &body.text,
+        )));
+    }
+    let reader = BufReader::with_capacity(16 * 1024, response);
+    for frame in FrameReader::new(reader) {
+        if cancel.is_cancelled() {
+            return Err(Failure::Aborted);
+        }
+        let frame = match frame {
+            Ok(f) => f,
+            Err(FrameError::Io(e)) => return Err(read_failure(&e, cancel)),
+            Err(FrameError::Invalid(text)) => {
+                return Err(Failure::Error(format_error(None, &text)))
+            }
+        };
+        state.handle(&frame, model, out).map_err(Failure::Error)?;
+    }
+    if cancel.is_cancelled() {
+        return Err(Failure::Aborted);
+    }
+    out.start();
+    state.finish(out).map_err(Failure::Error)
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
