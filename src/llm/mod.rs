@@ -42,4 +42,5 @@ pub mod stream;
 pub(crate) mod strict_schema;
 pub(crate) mod tool_args;
 pub mod types;
+pub(crate) mod vertex;
 pub mod wire;

@@ -9,7 +9,7 @@ use super::drive::{drive, effective_thinking_level};
 use super::model::Model;
 use super::stream::{AbortTexts, Failure, StreamUpdate, StreamedMessage};
 use super::types::{AssistantMessage, LlmContext, StreamOptions};
-use super::{anthropic, bedrock, google, openai_completions, openai_responses, specials};
+use super::{anthropic, bedrock, google, openai_completions, openai_responses, specials, vertex};
 use crate::cancel::CancelToken;
 
 /// Streams one assistant response from `model`. Never panics; the returned message is final
@@ -35,6 +35,7 @@ pub fn stream_assistant(
         }
         "google-generative-ai" => drive::<google::GoogleStream>(model, ctx, opts, cancel, on_event),
         "bedrock-converse-stream" => bedrock::stream(model, ctx, opts, cancel, on_event),
+        "google-vertex" => drive::<vertex::VertexStream>(model, ctx, opts, cancel, on_event),
         other => {
             let out = StreamedMessage::new(model, on_event);
             out.finish(
