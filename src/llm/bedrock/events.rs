@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::eventstream::Frame;
-use crate::image::base64;
+use super::{b64_decode, b64_encode};
 use crate::llm::stream::StreamedMessage;
 use crate::llm::tool_args::ToolArgs;
 use crate::llm::types::{AssistantEvent, ContentBlock, StopReason};
@@ -330,7 +330,7 @@ impl BedrockStream {
             let bytes = rc
                 .get("redactedContent")
                 .and_then(Value::as_str)
-                .map(base64::decode)
+                .and_then(b64_decode)
                 .unwrap_or_default();
             if !bytes.is_empty() {
                 if !*redacted {
@@ -356,7 +356,7 @@ impl BedrockStream {
                 thinking_signature, ..
             }) = out.msg.content.get_mut(open.content_index)
             {
-                *thinking_signature = Some(base64::encode(&bytes));
+                *thinking_signature = Some(b64_encode(&bytes));
             }
         }
     }

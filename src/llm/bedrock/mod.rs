@@ -39,6 +39,24 @@ pub const ABORT_TEXTS: AbortTexts = AbortTexts {
     streaming: "Request was aborted",
 };
 
+/// Lenient standard base64 (padding optional, as `atob` takes it).
+pub(crate) fn b64_decode(text: &str) -> Option<Vec<u8>> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    use base64::Engine as _;
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    let cleaned: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    LENIENT.decode(cleaned).ok()
+}
+
+/// Standard base64 with padding.
+pub(crate) fn b64_encode(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 /// The process environment.
 fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()

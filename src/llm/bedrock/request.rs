@@ -6,7 +6,6 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::image::base64;
 use crate::llm::convert::normalize_tool_call_ids;
 use crate::llm::drive::effective_thinking_level;
 use crate::llm::model::Model;
@@ -19,6 +18,7 @@ use crate::llm::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use crate::llm::types::{CacheRetention, ContentBlock, LlmContext, LlmMessage, StreamOptions};
 
 use super::credentials::Env;
+use super::{b64_decode, b64_encode};
 
 const EMPTY_TEXT: &str = "<empty>";
 const ERROR_TOOL_IMAGE_PLACEHOLDER: &str = "(image attached after the tool results)";
@@ -201,10 +201,11 @@ fn assistant_blocks(model: &Model, content: &[ContentBlock]) -> Vec<Value> {
                 redacted,
             } => {
                 if *redacted {
-                    let bytes = base64::decode(thinking_signature.as_deref().unwrap_or(""));
+                    let bytes =
+                        b64_decode(thinking_signature.as_deref().unwrap_or("")).unwrap_or_default();
                     if !bytes.is_empty() {
                         out.push(json!({"reasoningContent":
-                            {"redactedContent": base64::encode(&bytes)}}));
+                            {"redactedContent": b64_encode(&bytes)}}));
                     }
                     continue;
                 }

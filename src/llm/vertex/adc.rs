@@ -13,8 +13,8 @@ use ring::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
 use serde_json::{json, Value};
 
 use crate::cancel::CancelToken;
-use crate::image::base64;
 use crate::llm::http::{self, HttpRequest};
+use base64::Engine as _;
 
 /// The scope the genai SDK asks for.
 pub const SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
@@ -49,10 +49,7 @@ pub fn credentials_path(
 
 /// base64url without padding (JWS).
 pub fn base64url(bytes: &[u8]) -> String {
-    base64::encode(bytes)
-        .trim_end_matches('=')
-        .replace('+', "-")
-        .replace('/', "_")
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 /// The DER of a PEM `PRIVATE KEY` (PKCS#8).
@@ -67,7 +64,9 @@ pub fn pem_to_der(pem: &str) -> Result<Vec<u8>, String> {
     if body.is_empty() {
         return Err("Invalid private key: no PEM block found".into());
     }
-    Ok(base64::decode(&body))
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .map_err(|e| format!("Invalid private key: {e}"))
 }
 
 /// The signed JWT assertion of a service account (gtoken's `getJwsSign`).
@@ -213,11 +212,9 @@ mod tests {
     const KEY: &str = include_str!("../../../tests/fixtures/vertex/test_rsa_key.pem");
 
     fn b64url_decode(s: &str) -> Vec<u8> {
-        let mut t = s.replace('-', "+").replace('_', "/");
-        while t.len() % 4 != 0 {
-            t.push('=');
-        }
-        base64::decode(&t)
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(s)
+            .unwrap()
     }
 
     #[test]
