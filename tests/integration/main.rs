@@ -17,6 +17,7 @@ mod extensions;
 mod faults;
 mod foundation;
 mod llm_anthropic;
+mod llm_bedrock;
 mod llm_google;
 mod llm_live;
 mod llm_openai_completions;
