@@ -51,7 +51,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 fn hmac_sha256(key: &[u8], data: &[u8]) -> Vec<u8> {
     let key = hmac::Key::new(hmac::HMAC_SHA256, key);
-    hmac::sign(&key, data.as_ref()).as_ref().to_vec()
+    hmac::sign(&key, data).as_ref().to_vec()
 }
 
 /// RFC 3986 percent-encoding of everything but unreserved characters (the SDK's
