@@ -20,6 +20,7 @@ mod llm_anthropic;
 mod llm_bedrock;
 mod llm_google;
 mod llm_live;
+mod llm_live_cloud;
 mod llm_openai_completions;
 mod llm_openai_responses;
 mod locks;
