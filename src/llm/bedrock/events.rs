@@ -43,10 +43,22 @@ pub fn format_error(name: Option<&str>, core: &str) -> String {
 /// The error message of a non-2xx response: the service's JSON `{"message"}` prefixed by the
 /// error name (the `x-amzn-errortype` header before its `:`, else the body's `__type`/`code`),
 /// else `<status>: <body>`.
+#[cfg(test)]
 pub fn http_error_message(status: u16, error_type: Option<&str>, body: &str) -> String {
+    let (name, core) = http_error_parts(status, error_type, body);
+    format_error(name.as_deref(), &core)
+}
+
+/// The error name (`None` when the body is not the service's JSON) and message of a non-2xx
+/// response.
+pub fn http_error_parts(
+    status: u16,
+    error_type: Option<&str>,
+    body: &str,
+) -> (Option<String>, String) {
     let parsed: Option<serde_json::Map<String, Value>> = serde_json::from_str(body).ok();
     let Some(obj) = parsed else {
-        return format_error(None, &format!("{status}: {}", body.trim()));
+        return (None, format!("{status}: {}", body.trim()));
     };
     let sanitize = |s: &str| {
         let s = s.split(':').next().unwrap_or(s);
@@ -65,7 +77,7 @@ pub fn http_error_message(status: u16, error_type: Option<&str>, body: &str) -> 
         .iter()
         .find_map(|k| obj.get(*k).and_then(Value::as_str))
         .unwrap_or("UnknownError");
-    format_error(Some(&name), message)
+    (Some(name), message.to_string())
 }
 
 /// The exceptions ConverseStream models (the others arrive as plain errors).

@@ -22,8 +22,10 @@ pub mod eventstream;
 mod request;
 pub mod sigv4;
 
-pub use self::events::{format_error, http_error_message, BedrockStream};
-pub use self::request::build_body;
+#[cfg(test)]
+pub use self::events::http_error_message;
+pub use self::events::{format_error, http_error_parts, BedrockStream};
+pub use self::request::build_body_with;
 
 use self::credentials::{Auth, Env};
 use self::eventstream::{FrameError, FrameReader};
@@ -113,7 +115,8 @@ pub fn stream_with_env(
     out.finish(result, cancel, &ABORT_TEXTS)
 }
 
-/// The signed (or bearer) request.
+/// The signed (or bearer) request (tests; the exchange uses [`build_request_with`]).
+#[cfg(test)]
 pub fn build_request(
     model: &Model,
     ctx: &LlmContext,
@@ -122,9 +125,53 @@ pub fn build_request(
     home: Option<&str>,
     now: u64,
 ) -> Result<HttpRequest, String> {
+    build_request_with(model, ctx, opts, env, home, now, false).map(|(r, _)| r)
+}
+
+/// Bedrock's texts of a refused strict-tool set (pi's `STRICT_TOOL_LIMIT_ERROR_MESSAGES`).
+const STRICT_TOOL_LIMIT_MESSAGES: &[&str] = &[
+    "The compiled grammar is too large",
+    "Too many strict tools (",
+    "Schemas contains too many parameters with union types (",
+];
+
+/// Sessions whose strict tools Bedrock refused: their requests go out without strict tools
+/// (pi's `sessionsOverStrictToolLimits`, at most 10,000, oldest dropped first).
+static OVER_STRICT_LIMITS: parking_lot::Mutex<Vec<String>> = parking_lot::Mutex::new(Vec::new());
+const MAX_OVER_STRICT_LIMITS: usize = 10_000;
+
+fn over_strict_limits(session: Option<&str>) -> bool {
+    session.is_some_and(|s| OVER_STRICT_LIMITS.lock().iter().any(|x| x == s))
+}
+
+fn mark_over_strict_limits(session: Option<&str>) {
+    if let Some(s) = session {
+        let mut set = OVER_STRICT_LIMITS.lock();
+        if !set.iter().any(|x| x == s) {
+            set.push(s.to_string());
+            if set.len() > MAX_OVER_STRICT_LIMITS {
+                set.remove(0);
+            }
+        }
+    }
+}
+
+/// [`build_request`] with pi's strict-tool fallback flag; also says whether a tool that
+/// prefers strict sampling went out strict.
+#[allow(clippy::too_many_arguments)]
+pub fn build_request_with(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    env: Env<'_>,
+    home: Option<&str>,
+    now: u64,
+    disable_preferred_strict: bool,
+) -> Result<(HttpRequest, bool), String> {
     let target = credentials::target(model, env, home)?;
     let auth = credentials::auth(opts.api_key.as_deref(), env, home)?;
-    let body = build_body(model, ctx, opts, env)?;
+    let (body, has_preferred_strict) =
+        build_body_with(model, ctx, opts, env, disable_preferred_strict)?;
     let body = crate::js::json::to_js_vec(&body).map_err(|e| e.to_string())?;
     let path_suffix = format!("/model/{}/converse-stream", sigv4::uri_escape(&model.id));
     let url = format!("{}{path_suffix}", target.endpoint);
@@ -176,12 +223,15 @@ pub fn build_request(
             headers.push(("authorization".into(), sig.authorization));
         }
     }
-    Ok(HttpRequest {
-        url,
-        headers,
-        body,
-        idle_timeout: opts.idle_timeout,
-    })
+    Ok((
+        HttpRequest {
+            url,
+            headers,
+            body,
+            idle_timeout: opts.idle_timeout,
+        },
+        has_preferred_strict,
+    ))
 }
 
 /// The `Host` header ureq sends (the port only when not the scheme's default) and the path.
@@ -216,24 +266,36 @@ fn exchange(
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);
     }
-    let request = build_request(model, ctx, opts, env, home, now).map_err(Failure::Error)?;
-    out.mark_sent();
-    let mut response = http::post(request, cancel).map_err(|e| match e {
-        HttpError::Aborted => Failure::Aborted,
-        other => Failure::Error(other.to_string()),
-    })?;
-    if !response.is_success() {
+    let session = opts.session_id.as_deref();
+    let mut disable_strict = over_strict_limits(session);
+    let response = loop {
+        let (request, has_preferred_strict) =
+            build_request_with(model, ctx, opts, env, home, now, disable_strict)
+                .map_err(Failure::Error)?;
+        out.mark_sent();
+        let mut response = http::post(request, cancel).map_err(|e| match e {
+            HttpError::Aborted => Failure::Aborted,
+            other => Failure::Error(other.to_string()),
+        })?;
+        if response.is_success() {
+            break response;
+        }
         let status = response.status();
         let error_type = response.error_type().map(str::to_owned);
         let body = response
             .read_text(ERROR_BODY_CAP)
             .map_err(|e| read_failure(&e, cancel))?;
-        return Err(Failure::Error(http_error_message(
-            status,
-            error_type.as_deref(),
-            &body.text,
-        )));
-    }
+        let (name, core) = http_error_parts(status, error_type.as_deref(), &body.text);
+        // Bedrock checks the tool schemas before it streams: one retry without strict tools.
+        let strict_refused = name.as_deref() == Some("ValidationException")
+            && STRICT_TOOL_LIMIT_MESSAGES.iter().any(|m| core.contains(m));
+        if strict_refused && has_preferred_strict && !disable_strict && !cancel.is_cancelled() {
+            disable_strict = true;
+            mark_over_strict_limits(session);
+            continue;
+        }
+        return Err(Failure::Error(format_error(name.as_deref(), &core)));
+    };
     let reader = BufReader::with_capacity(16 * 1024, response);
     for frame in FrameReader::new(reader) {
         if cancel.is_cancelled() {

@@ -430,10 +430,17 @@ fn thinking(
     (base, None)
 }
 
-fn tool_config(model: &Model, ctx: &LlmContext) -> Option<Value> {
+/// `toolConfig`, and whether a tool that prefers strict sampling went out strict.
+/// `disable_preferred_strict`: pi's fallback after Bedrock refused the strict tools.
+fn tool_config(
+    model: &Model,
+    ctx: &LlmContext,
+    disable_preferred_strict: bool,
+) -> (Option<Value>, bool) {
     if ctx.tools.is_empty() {
-        return None;
+        return (None, false);
     }
+    let mut has_preferred_strict = false;
     let supports_strict = model
         .compat
         .as_ref()
@@ -444,7 +451,12 @@ fn tool_config(model: &Model, ctx: &LlmContext) -> Option<Value> {
         .tools
         .iter()
         .map(|t| {
-            let strict = strict_schema::strict_sampling(t, supports_strict, None);
+            let strict = if disable_preferred_strict && t.strict_prefer {
+                None
+            } else {
+                strict_schema::strict_sampling(t, supports_strict, None)
+            };
+            has_preferred_strict |= strict == Some(true) && t.strict_prefer;
             let mut spec = Map::new();
             spec.insert("name".into(), t.name.clone().into());
             spec.insert(
@@ -458,16 +470,28 @@ fn tool_config(model: &Model, ctx: &LlmContext) -> Option<Value> {
             json!({ "toolSpec": spec })
         })
         .collect();
-    Some(json!({ "tools": tools }))
+    (Some(json!({ "tools": tools })), has_preferred_strict)
 }
 
-/// The request body.
+/// The request body (tests; the exchange uses [`build_body_with`]).
+#[cfg(test)]
 pub fn build_body(
     model: &Model,
     ctx: &LlmContext,
     opts: &StreamOptions,
     env: Env<'_>,
 ) -> Result<Value, String> {
+    build_body_with(model, ctx, opts, env, false).map(|(v, _)| v)
+}
+
+/// The request body, and whether a tool that prefers strict sampling went out strict.
+pub fn build_body_with(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    env: Env<'_>,
+    disable_preferred_strict: bool,
+) -> Result<(Value, bool), String> {
     let retention = opts.cache_retention;
     let mut body = Map::new();
     body.insert(
@@ -483,13 +507,14 @@ pub fn build_body(
     }
     let (max_tokens, fields) = thinking(model, ctx, opts, env);
     body.insert("inferenceConfig".into(), json!({ "maxTokens": max_tokens }));
-    if let Some(tc) = tool_config(model, ctx) {
+    let (tools, has_preferred_strict) = tool_config(model, ctx, disable_preferred_strict);
+    if let Some(tc) = tools {
         body.insert("toolConfig".into(), tc);
     }
     if let Some(f) = fields {
         body.insert("additionalModelRequestFields".into(), f);
     }
-    Ok(Value::Object(body))
+    Ok((Value::Object(body), has_preferred_strict))
 }
 
 #[cfg(test)]

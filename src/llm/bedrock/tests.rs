@@ -471,3 +471,119 @@ fn abort_before_the_request_sends_nothing() {
     assert_eq!(msg.stop_reason, StopReason::Aborted);
     assert_eq!(msg.error_message.as_deref(), Some("Request aborted"));
 }
+
+/// Answers `replies.len()` connections in turn; returns the requests (head and body).
+fn serve(replies: Vec<Vec<u8>>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for reply in replies {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            loop {
+                let n = s.read(&mut chunk).unwrap();
+                buf.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&buf).to_string();
+                if let Some(i) = text.find("\r\n\r\n") {
+                    let len: usize = text[..i]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap_or(0);
+                    if buf.len() >= i + 4 + len {
+                        break;
+                    }
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+            s.write_all(&reply).unwrap();
+            seen.push(String::from_utf8_lossy(&buf).to_string());
+        }
+        seen
+    });
+    (url, handle)
+}
+
+fn http_reply(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status}\r\n");
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str(&format!(
+        "content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    ));
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+#[test]
+fn refused_strict_tools_are_retried_once_without_strict_and_remembered() {
+    let refused = http_reply(
+        "400 Bad Request",
+        &[
+            ("content-type", "application/json"),
+            ("x-amzn-errortype", "ValidationException"),
+        ],
+        br#"{"message":"Too many strict tools (25). The maximum is 20."}"#,
+    );
+    let mut frames = ev("messageStart", json!({"role": "assistant"}));
+    frames.extend(ev(
+        "contentBlockDelta",
+        json!({"contentBlockIndex": 0, "delta": {"text": "ok"}}),
+    ));
+    frames.extend(ev("contentBlockStop", json!({"contentBlockIndex": 0})));
+    frames.extend(ev("messageStop", json!({"stopReason": "end_turn"})));
+    let ok = || {
+        http_reply(
+            "200 OK",
+            &[("content-type", "application/vnd.amazon.eventstream")],
+            &frames,
+        )
+    };
+    let (url, server) = serve(vec![refused, ok(), ok()]);
+    let mut m = model(MODEL_ID);
+    m.base_url = url;
+    m.compat = json!({"supportsStrictMode": true}).as_object().cloned();
+    let mut c = ctx();
+    c.tools = vec![crate::llm::types::ToolSpec {
+        name: "read".into(),
+        description: "Read".into(),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        strict_prefer: true,
+    }];
+    let opts = StreamOptions {
+        session_id: Some(format!("strict-session-{}", std::process::id())),
+        ..StreamOptions::default()
+    };
+    let e = env(&[("AWS_BEARER_TOKEN_BEDROCK", "t")]);
+    for _ in 0..2 {
+        let msg = stream_with_env(
+            &m,
+            &c,
+            &opts,
+            &CancelToken::new(),
+            &mut |_| {},
+            &e,
+            None,
+            NOW,
+        );
+        assert_eq!(msg.stop_reason, StopReason::Stop, "{:?}", msg.error_message);
+        assert_eq!(msg.content, vec![ContentBlock::text("ok")]);
+    }
+    let seen = server.join().unwrap();
+    assert_eq!(seen.len(), 3);
+    assert!(seen[0].contains(r#""strict":true"#), "{}", seen[0]);
+    // The retry and the session's next request go out without strict tools.
+    assert!(!seen[1].contains(r#""strict":true"#), "{}", seen[1]);
+    assert!(!seen[2].contains(r#""strict":true"#), "{}", seen[2]);
+}
