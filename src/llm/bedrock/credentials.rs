@@ -3,11 +3,12 @@
 //! profile's region > `us-east-1`), the endpoint, and bearer or SigV4 credentials from the
 //! environment or the shared `~/.aws` files, as pi configures the AWS SDK.
 //!
-//! Not done (the SDK's remote sources): ECS container credentials, web identity (STS
-//! `AssumeRoleWithWebIdentity`), `credential_process`, `role_arn` profiles, SSO and EC2
-//! instance metadata. A setup that needs one of them gets an error naming it.
+//! `credential_process` and web identity run in `sources`. Not done (the SDK's other remote
+//! sources): ECS container credentials, `role_arn` profiles, SSO and EC2 instance metadata. A
+//! setup that needs one of them gets an error naming it.
 
 use super::sigv4::AwsCredentials;
+use super::sources;
 use crate::llm::model::Model;
 
 /// The environment lookup (the process environment in production; a map in tests).
@@ -101,8 +102,13 @@ pub fn target(model: &Model, env: Env<'_>, home: Option<&str>) -> Result<Target,
 }
 
 /// Bearer token or SigV4 credentials. `api_key` is the stored / models.json key (pi's
-/// `options.apiKey`).
-pub fn auth(api_key: Option<&str>, env: Env<'_>, home: Option<&str>) -> Result<Auth, String> {
+/// `options.apiKey`); `region` is the request's (STS's endpoint for web identity).
+pub fn auth(
+    api_key: Option<&str>,
+    env: Env<'_>,
+    home: Option<&str>,
+    region: &str,
+) -> Result<Auth, String> {
     let skip = env("AWS_BEDROCK_SKIP_AUTH").as_deref() == Some("1");
     let bearer = api_key
         .filter(|k| !k.is_empty())
@@ -137,12 +143,21 @@ pub fn auth(api_key: Option<&str>, env: Env<'_>, home: Option<&str>) -> Result<A
             session_token: get("aws_session_token"),
         }));
     }
-    for key in [
-        "credential_process",
-        "role_arn",
-        "sso_session",
-        "sso_start_url",
-    ] {
+    if let Some(command) = get("credential_process") {
+        return sources::from_process(&profile, &command).map(Auth::SigV4);
+    }
+    if let (Some(file), Some(role)) = (
+        non_empty(env, "AWS_WEB_IDENTITY_TOKEN_FILE"),
+        non_empty(env, "AWS_ROLE_ARN"),
+    ) {
+        let session = non_empty(env, "AWS_ROLE_SESSION_NAME")
+            .unwrap_or_else(|| format!("aws-sdk-js-session-{}", crate::util::now_ms()));
+        let endpoint = non_empty(env, "AWS_ENDPOINT_URL_STS")
+            .or_else(|| non_empty(env, "AWS_ENDPOINT_URL"))
+            .unwrap_or_else(|| format!("https://sts.{region}.amazonaws.com"));
+        return sources::from_web_identity(&file, &role, &session, &endpoint).map(Auth::SigV4);
+    }
+    for key in ["role_arn", "sso_session", "sso_start_url"] {
         if get(key).is_some() {
             return Err(format!(
                 "{NO_CREDENTIALS}: the AWS profile \"{profile}\" uses {key}, which pi-rpc does not support; export AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (e.g. `aws configure export-credentials`)"
@@ -152,11 +167,10 @@ pub fn auth(api_key: Option<&str>, env: Env<'_>, home: Option<&str>) -> Result<A
     for name in [
         "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
         "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
     ] {
         if non_empty(env, name).is_some() {
             return Err(format!(
-                "{NO_CREDENTIALS}: {name} is set, but pi-rpc does not fetch container or web-identity credentials"
+                "{NO_CREDENTIALS}: {name} is set, but pi-rpc does not fetch container credentials"
             ));
         }
     }
@@ -291,9 +305,12 @@ mod tests {
             ("AWS_BEARER_TOKEN_BEDROCK", "tok"),
             ("AWS_ACCESS_KEY_ID", "a"),
         ]);
-        assert_eq!(auth(None, &e, None), Ok(Auth::Bearer("tok".into())));
         assert_eq!(
-            auth(Some("stored"), &e, None),
+            auth(None, &e, None, "us-east-1"),
+            Ok(Auth::Bearer("tok".into()))
+        );
+        assert_eq!(
+            auth(Some("stored"), &e, None, "us-east-1"),
             Ok(Auth::Bearer("stored".into()))
         );
         let e = env(&[
@@ -301,7 +318,7 @@ mod tests {
             ("AWS_BEDROCK_SKIP_AUTH", "1"),
         ]);
         assert!(
-            matches!(auth(None, &e, None), Ok(Auth::SigV4(c)) if c.access_key_id == "dummy-access-key")
+            matches!(auth(None, &e, None, "us-east-1"), Ok(Auth::SigV4(c)) if c.access_key_id == "dummy-access-key")
         );
         let e = env(&[
             ("AWS_ACCESS_KEY_ID", "AKID"),
@@ -310,14 +327,17 @@ mod tests {
             ("AWS_PROFILE", "other"),
         ]);
         assert_eq!(
-            auth(None, &e, None),
+            auth(None, &e, None, "us-east-1"),
             Ok(Auth::SigV4(AwsCredentials {
                 access_key_id: "AKID".into(),
                 secret_access_key: "SECRET".into(),
                 session_token: Some("TOKEN".into()),
             }))
         );
-        assert_eq!(auth(None, &env(&[]), None), Err(NO_CREDENTIALS.into()));
+        assert_eq!(
+            auth(None, &env(&[]), None, "us-east-1"),
+            Err(NO_CREDENTIALS.into())
+        );
     }
 
     #[test]
@@ -337,7 +357,7 @@ mod tests {
         let home = dir.to_string_lossy().into_owned();
         let e = env(&[("AWS_PROFILE", "work")]);
         assert_eq!(
-            auth(None, &e, Some(&home)),
+            auth(None, &e, Some(&home), "us-east-1"),
             Ok(Auth::SigV4(AwsCredentials {
                 access_key_id: "W".into(),
                 secret_access_key: "WS".into(),
@@ -350,10 +370,10 @@ mod tests {
             t.endpoint,
             "https://bedrock-runtime.eu-central-1.amazonaws.com"
         );
-        let d = auth(None, &env(&[]), Some(&home));
+        let d = auth(None, &env(&[]), Some(&home), "us-east-1");
         assert!(matches!(d, Ok(Auth::SigV4(c)) if c.access_key_id == "D"));
         let e = env(&[("AWS_PROFILE", "sso")]);
-        let err = auth(None, &e, Some(&home)).unwrap_err();
+        let err = auth(None, &e, Some(&home), "us-east-1").unwrap_err();
         assert!(
             err.starts_with(NO_CREDENTIALS) && err.contains("sso_session"),
             "{err}"

@@ -21,6 +21,7 @@ mod events;
 pub mod eventstream;
 mod request;
 pub mod sigv4;
+mod sources;
 
 #[cfg(test)]
 pub use self::events::http_error_message;
@@ -169,7 +170,7 @@ pub fn build_request_with(
     disable_preferred_strict: bool,
 ) -> Result<(HttpRequest, bool), String> {
     let target = credentials::target(model, env, home)?;
-    let auth = credentials::auth(opts.api_key.as_deref(), env, home)?;
+    let auth = credentials::auth(opts.api_key.as_deref(), env, home, &target.region)?;
     let (body, has_preferred_strict) =
         build_body_with(model, ctx, opts, env, disable_preferred_strict)?;
     let body = crate::js::json::to_js_vec(&body).map_err(|e| e.to_string())?;

@@ -587,3 +587,38 @@ fn refused_strict_tools_are_retried_once_without_strict_and_remembered() {
     assert!(!seen[1].contains(r#""strict":true"#), "{}", seen[1]);
     assert!(!seen[2].contains(r#""strict":true"#), "{}", seen[2]);
 }
+
+#[test]
+fn web_identity_tokens_are_exchanged_at_sts() {
+    let xml = b"<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>ASIAX</AccessKeyId><SecretAccessKey>sec</SecretAccessKey><SessionToken>tok</SessionToken></Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>";
+    let (url, server) = serve(vec![http_reply(
+        "200 OK",
+        &[("content-type", "text/xml")],
+        xml,
+    )]);
+    let file = std::env::temp_dir().join(format!("pi-rpc-wi-{}", std::process::id()));
+    std::fs::write(&file, "eyJ.token\n").unwrap();
+    let path = file.to_string_lossy().into_owned();
+    let vars = [
+        ("AWS_WEB_IDENTITY_TOKEN_FILE", path.as_str()),
+        ("AWS_ROLE_ARN", "arn:aws:iam::1:role/r"),
+        ("AWS_ROLE_SESSION_NAME", "s1"),
+        ("AWS_ENDPOINT_URL_STS", url.as_str()),
+    ];
+    let e = env(&vars);
+    let auth = credentials::auth(None, &e, None, "us-west-2").unwrap();
+    assert_eq!(
+        auth,
+        credentials::Auth::SigV4(sigv4::AwsCredentials {
+            access_key_id: "ASIAX".into(),
+            secret_access_key: "sec".into(),
+            session_token: Some("tok".into()),
+        })
+    );
+    let seen = server.join().unwrap();
+    assert!(seen[0].starts_with("POST / HTTP/1.1\r\n"), "{}", seen[0]);
+    assert!(seen[0].ends_with(
+        "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=arn%3Aaws%3Aiam%3A%3A1%3Arole%2Fr&RoleSessionName=s1&WebIdentityToken=eyJ.token"
+    ), "{}", seen[0]);
+    let _ = std::fs::remove_file(&file);
+}
