@@ -23,6 +23,7 @@ mod llm_live;
 mod llm_live_cloud;
 mod llm_openai_completions;
 mod llm_openai_responses;
+mod llm_vertex;
 mod locks;
 mod mcp;
 mod mcp_http;
