@@ -480,3 +480,85 @@ fn an_abort_mid_stream_ends_the_run() {
     server.wait_closed_by_client(0, LONG);
     agent.close_stdin();
 }
+
+/// pi 1.6.0's request for the same setup, captured with the conformance runner (its scripted
+/// server answered 404, which also pins pi's error text for that body).
+const PI_REQUEST: &str = include_str!("../fixtures/bedrock/pi160_request.json");
+
+/// The body with the system prompt text and every `description` string blanked (pi-rpc's own
+/// texts).
+fn without_texts(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| {
+                    let v = if k == "description" && v.is_string() {
+                        json!("<text>")
+                    } else {
+                        without_texts(v)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_texts).collect()),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn the_request_and_a_404_match_pi() {
+    let pi: Value = serde_json::from_str(PI_REQUEST).unwrap();
+    let server = RawServer::start(vec![Reply::http(
+        404,
+        &[("Content-Type", "application/json")],
+        json!({"error": {"type": "not_found_error", "message": "unknown path /model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"}}).to_string().as_bytes(),
+        Framing::Length,
+    )]);
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+        ("AWS_REGION", "us-west-2"),
+    ];
+    let models = json!({"providers": {"amazon-bedrock": {"baseUrl": server.base_url()}}});
+    let mut b = Agent::builder()
+        .no_default_args()
+        .args([
+            "--no-session",
+            "--provider",
+            "amazon-bedrock",
+            "--model",
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        ])
+        .models(Some(models))
+        .settings(no_retry());
+    for (k, v) in env {
+        b = b.env(k, v);
+    }
+    let mut agent = b.spawn();
+    let msg = last_assistant(&run_prompt(&mut agent, "p", "Hello Bedrock"));
+    assert_eq!(msg["errorMessage"], pi["errorMessage"]);
+    let req = &server.requests()[0];
+    assert!(req.head.starts_with(&format!(
+        "POST {} HTTP/1.1\r\n",
+        pi["path"].as_str().unwrap()
+    )));
+    let h = headers(&req.head);
+    assert_eq!(
+        header(&h, "content-type"),
+        pi["headers"]["content-type"].as_str()
+    );
+    assert_eq!(
+        header(&h, "amz-sdk-request"),
+        pi["headers"]["amz-sdk-request"].as_str()
+    );
+    let mut body: Value = serde_json::from_slice(req.body.as_ref().unwrap()).unwrap();
+    let mut want = pi["body"].clone();
+    for b in [&mut body, &mut want] {
+        b["system"][0]["text"] = json!("<system prompt>");
+    }
+    assert_eq!(without_texts(&body), without_texts(&want));
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(&body), keys(&want));
+    agent.close_stdin();
+}

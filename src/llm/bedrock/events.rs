@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::js::json::js_stringify;
+
 use super::eventstream::Frame;
 use super::{b64_decode, b64_encode};
 use crate::llm::stream::StreamedMessage;
@@ -77,7 +79,32 @@ pub fn http_error_parts(
         .iter()
         .find_map(|k| obj.get(*k).and_then(Value::as_str))
         .unwrap_or("UnknownError");
-    (Some(name), message.to_string())
+    // The SDK copies the body's members onto the exception; pi's `normalizeProviderError`
+    // then surfaces a `body` string or an `error` object that the message does not carry.
+    let extra = match (obj.get("body"), obj.get("error")) {
+        (Some(Value::String(b)), _) => Some(b.trim().to_string()),
+        (_, Some(e @ Value::Object(o))) if !o.is_empty() => Some(js_stringify(e)),
+        _ => None,
+    }
+    .filter(|b| !b.is_empty())
+    .map(|b| truncate_chars(&b, MAX_BODY_CHARS));
+    match extra {
+        Some(b) if !message.contains(&b) => (Some(name), format!("{status}: {b}")),
+        _ => (Some(name), message.to_string()),
+    }
+}
+
+/// pi's `MAX_PROVIDER_ERROR_BODY_CHARS`.
+const MAX_BODY_CHARS: usize = 4000;
+
+/// pi's `truncateErrorText` (UTF-16 units approximated by chars).
+fn truncate_chars(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max).collect();
+    format!("{head}... [truncated {} chars]", n - max)
 }
 
 /// The exceptions ConverseStream models (the others arrive as plain errors).

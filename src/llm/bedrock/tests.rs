@@ -449,6 +449,15 @@ fn http_errors_are_prefixed_by_the_error_type() {
         http_error_message(502, None, "<html>bad gateway</html>"),
         "502: <html>bad gateway</html>"
     );
+    // Captured from pi 1.6.0 (a 404 of the conformance mock, no error type header).
+    assert_eq!(
+        http_error_message(
+            404,
+            None,
+            r#"{"error":{"type":"not_found_error","message":"unknown path /model/x/converse-stream"}}"#
+        ),
+        r#"Unknown: 404: {"type":"not_found_error","message":"unknown path /model/x/converse-stream"}"#
+    );
 }
 
 #[test]
