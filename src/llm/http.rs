@@ -111,6 +111,9 @@ impl std::error::Error for HttpError {}
 pub struct HttpResponse {
     status: u16,
     content_type: Option<String>,
+    /// The error-type header of an AWS error response (`x-amzn-errortype`), which names the
+    /// error that Bedrock's message is prefixed with.
+    error_type: Option<String>,
     body: ureq::BodyReader<'static>,
     agent: Option<Agent>,
     cancel: CancelToken,
@@ -140,6 +143,11 @@ impl HttpResponse {
 
     pub fn content_type(&self) -> Option<&str> {
         self.content_type.as_deref()
+    }
+
+    /// The `x-amzn-errortype` header (AWS services name their errors there).
+    pub fn error_type(&self) -> Option<&str> {
+        self.error_type.as_deref()
     }
 
     /// Reads the rest of the body as text, at most `limit` bytes of it: reading stops there
@@ -298,10 +306,16 @@ pub fn post(req: HttpRequest, cancel: &CancelToken) -> Result<HttpResponse, Http
                 .get("content-type")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
+            let error_type = resp
+                .headers()
+                .get("x-amzn-errortype")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             let body = resp.into_body().into_reader();
             Ok(HttpResponse {
                 status,
                 content_type,
+                error_type,
                 body,
                 agent: Some(agent),
                 cancel: cancel.clone(),

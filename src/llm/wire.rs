@@ -10,8 +10,8 @@ use super::model::Model;
 use super::stream::{AbortTexts, Failure, StreamUpdate, StreamedMessage};
 use super::types::{AssistantMessage, LlmContext, StreamOptions};
 use super::{
-    anthropic, azure_responses, google, mistral, openai_codex, openai_completions, openai_responses,
-    pi_messages, specials,
+    anthropic, azure_responses, bedrock, google, mistral, openai_codex, openai_completions,
+    openai_responses, pi_messages, specials, vertex,
 };
 use crate::cancel::CancelToken;
 
@@ -50,6 +50,8 @@ pub fn stream_assistant(
             drive::<openai_codex::CodexStream>(model, ctx, opts, cancel, on_event)
         }
         "pi-messages" => drive::<pi_messages::PiMessagesStream>(model, ctx, opts, cancel, on_event),
+        "bedrock-converse-stream" => bedrock::stream(model, ctx, opts, cancel, on_event),
+        "google-vertex" => drive::<vertex::VertexStream>(model, ctx, opts, cancel, on_event),
         other => {
             let out = StreamedMessage::new(model, on_event);
             out.finish(
@@ -151,7 +153,7 @@ mod tests {
     fn unsupported_api_is_an_error_without_start() {
         let m = Model {
             id: "x".into(),
-            api: "bedrock-converse-stream".into(),
+            api: "no-such-api".into(),
             provider: "p".into(),
             ..Model::default()
         };
@@ -167,7 +169,7 @@ mod tests {
         assert_eq!(msg.stop_reason, StopReason::Error);
         assert_eq!(
             msg.error_message.as_deref(),
-            Some("Unsupported API: bedrock-converse-stream")
+            Some("Unsupported API: no-such-api")
         );
         assert!(msg.duration_ms.is_some());
         assert_eq!(msg.thinking_level, Some(ThinkingLevel::Off));

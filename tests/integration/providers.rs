@@ -10,9 +10,9 @@ use crate::support::mock_llm::MockLlm;
 use crate::support::run::{run_prompt, LONG};
 use crate::support::Agent;
 
-/// (provider, env vars that make it available). Providers on APIs pi-rpc lacks (bedrock,
-/// vertex), openai-codex (OAuth only: no env key; its adapter has its own tests) and typesafe
-/// (no chat model) are not here.
+/// (provider, env vars that make it available). openai-codex (OAuth only: no env key; its
+/// adapter has its own tests), Bedrock (its binary event stream has its own scripted server in
+/// `llm_bedrock`) and typesafe (no chat model) are not here.
 const PROVIDERS: &[(&str, &[(&str, &str)])] = &[
     ("ant-ling", &[("ANT_LING_API_KEY", "k-ant-ling")]),
     ("anthropic", &[("ANTHROPIC_API_KEY", "k-anthropic")]),
@@ -38,6 +38,7 @@ const PROVIDERS: &[(&str, &[(&str, &str)])] = &[
     ("fireworks", &[("FIREWORKS_API_KEY", "k-fireworks")]),
     ("github-copilot", &[("COPILOT_GITHUB_TOKEN", "k-copilot")]),
     ("google", &[("GEMINI_API_KEY", "k-google")]),
+    ("google-vertex", &[("GOOGLE_CLOUD_API_KEY", "k-vertex")]),
     ("groq", &[("GROQ_API_KEY", "k-groq")]),
     ("huggingface", &[("HF_TOKEN", "k-hf")]),
     ("kimi-coding", &[("KIMI_API_KEY", "k-kimi")]),
@@ -95,6 +96,7 @@ const APIS: &[&str] = &[
     "azure-openai-responses",
     "pi-messages",
     "openai-codex-responses",
+    "google-vertex",
 ];
 
 /// The header that carries the key, as the scripted server logs it (presence only).
@@ -103,7 +105,7 @@ fn key_header(provider: &str, api: &str) -> &'static str {
         ("cloudflare-ai-gateway", _) => "cf-aig-authorization",
         ("github-copilot", _) => "authorization",
         (_, "anthropic-messages") => "x-api-key",
-        (_, "google-generative-ai") => "x-goog-api-key",
+        (_, "google-generative-ai" | "google-vertex") => "x-goog-api-key",
         (_, "azure-openai-responses") => "api-key",
         _ => "authorization",
     }
@@ -118,6 +120,10 @@ fn path_for(api: &str, id: &str) -> String {
         "azure-openai-responses" => "/responses?api-version=v1".into(),
         "pi-messages" => "/messages".into(),
         "openai-codex-responses" => "/codex/responses".into(),
+        // Express mode on a custom baseUrl: the version and the publisher path.
+        "google-vertex" => {
+            format!("/v1/publishers/google/models/{id}:streamGenerateContent?alt=sse")
+        }
         _ => format!("/models/{id}:streamGenerateContent?alt=sse"),
     }
 }
@@ -125,6 +131,7 @@ fn path_for(api: &str, id: &str) -> String {
 #[test]
 fn every_provider_on_the_four_apis_answers_a_prompt() {
     let mut covered = 0;
+    let mut vertex_covered = false;
     for (provider, env) in PROVIDERS {
         let mock = MockLlm::start(json!({"replies": []}));
         let models = json!({"providers": {*provider: {"baseUrl": mock.base_url()}}});
@@ -192,11 +199,13 @@ fn every_provider_on_the_four_apis_answers_a_prompt() {
                 header => assert_eq!(auth, vec![header], "{provider}/{id}: {request}"),
             }
             covered += 1;
+            vertex_covered |= *provider == "google-vertex";
         }
         agent.close_stdin();
     }
     // Several providers have more than one API.
-    assert!(covered >= 46, "covered {covered}");
+    assert!(covered >= 47, "covered {covered}");
+    assert!(vertex_covered, "google-vertex (express key) not covered");
 }
 
 #[test]

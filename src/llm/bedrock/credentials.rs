@@ -1,0 +1,383 @@
+//! Where a Bedrock request goes and how it is authenticated (providers-catalog.md §4.1): the
+//! region (ARN > `AWS_REGION` > `AWS_DEFAULT_REGION` > the catalog endpoint's region > the
+//! profile's region > `us-east-1`), the endpoint, and bearer or SigV4 credentials from the
+//! environment or the shared `~/.aws` files, as pi configures the AWS SDK.
+//!
+//! `credential_process` and web identity run in `sources`. Not done (the SDK's other remote
+//! sources): ECS container credentials, `role_arn` profiles, SSO and EC2 instance metadata. A
+//! setup that needs one of them gets an error naming it.
+
+use super::sigv4::AwsCredentials;
+use super::sources;
+use crate::llm::model::Model;
+
+/// The environment lookup (the process environment in production; a map in tests).
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// How the request is authenticated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Auth {
+    Bearer(String),
+    SigV4(AwsCredentials),
+}
+
+/// Where the request goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The endpoint without a trailing slash (`https://bedrock-runtime.<region>.amazonaws.com`
+    /// or a configured baseUrl).
+    pub endpoint: String,
+    pub region: String,
+}
+
+/// The SDK's error when no source gave credentials.
+pub const NO_CREDENTIALS: &str = "Could not load credentials from any providers";
+
+fn non_empty(env: Env<'_>, name: &str) -> Option<String> {
+    env(name).filter(|v| !v.is_empty())
+}
+
+/// The region of an inference-profile ARN (`arn:aws…:bedrock:<region>:…`).
+fn arn_region(id: &str) -> Option<&str> {
+    let rest = id.strip_prefix("arn:aws")?;
+    let rest = match rest.strip_prefix('-') {
+        Some(r) => r.split_once(':')?.1,
+        None => rest.strip_prefix(':')?,
+    };
+    let rest = rest.strip_prefix("bedrock:")?;
+    let (region, _) = rest.split_once(':')?;
+    let ok = !region.is_empty()
+        && region
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    ok.then_some(region)
+}
+
+/// The region of a standard `bedrock-runtime[-fips].<region>.amazonaws.com[.cn]` URL.
+fn standard_endpoint_region(base_url: &str) -> Option<String> {
+    let rest = base_url.split_once("://")?.1;
+    let host = rest.split(['/', '?', '#']).next()?.to_ascii_lowercase();
+    let host = host.split(':').next()?;
+    let host = host.strip_suffix(".cn").unwrap_or(host);
+    let host = host.strip_suffix(".amazonaws.com")?;
+    let region = host
+        .strip_prefix("bedrock-runtime-fips.")
+        .or_else(|| host.strip_prefix("bedrock-runtime."))?;
+    let ok = !region.is_empty()
+        && region
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    ok.then(|| region.to_string())
+}
+
+/// Resolves the region and endpoint (pi's `stream` in `bedrock-converse-stream.js`).
+pub fn target(model: &Model, env: Env<'_>, home: Option<&str>) -> Result<Target, String> {
+    let configured = non_empty(env, "AWS_REGION").or_else(|| non_empty(env, "AWS_DEFAULT_REGION"));
+    let ambient_profile = non_empty(env, "AWS_PROFILE");
+    let endpoint_region = standard_endpoint_region(&model.base_url);
+    let explicit = endpoint_region.is_none() || (configured.is_none() && ambient_profile.is_none());
+    let region = if let Some(r) = arn_region(&model.id) {
+        r.to_string()
+    } else if let Some(r) = configured {
+        r
+    } else if let (Some(r), true) = (endpoint_region.clone(), explicit) {
+        r
+    } else if ambient_profile.is_none() {
+        "us-east-1".to_string()
+    } else {
+        let profile = ambient_profile.as_deref().unwrap_or("default");
+        profile_value(env, home, profile, "region").ok_or("Region is missing")?
+    };
+    let endpoint = if explicit && !model.base_url.trim().is_empty() {
+        model.base_url.trim_end_matches('/').to_string()
+    } else {
+        let suffix = if region.starts_with("cn-") {
+            "amazonaws.com.cn"
+        } else {
+            "amazonaws.com"
+        };
+        format!("https://bedrock-runtime.{region}.{suffix}")
+    };
+    Ok(Target { endpoint, region })
+}
+
+/// Bearer token or SigV4 credentials. `api_key` is the stored / models.json key (pi's
+/// `options.apiKey`); `region` is the request's (STS's endpoint for web identity).
+pub fn auth(
+    api_key: Option<&str>,
+    env: Env<'_>,
+    home: Option<&str>,
+    region: &str,
+) -> Result<Auth, String> {
+    let skip = env("AWS_BEDROCK_SKIP_AUTH").as_deref() == Some("1");
+    let bearer = api_key
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+        .or_else(|| non_empty(env, "AWS_BEARER_TOKEN_BEDROCK"));
+    if skip {
+        return Ok(Auth::SigV4(AwsCredentials {
+            access_key_id: "dummy-access-key".into(),
+            secret_access_key: "dummy-secret-key".into(),
+            session_token: None,
+        }));
+    }
+    if let Some(token) = bearer {
+        return Ok(Auth::Bearer(token));
+    }
+    if let (Some(id), Some(secret)) = (
+        non_empty(env, "AWS_ACCESS_KEY_ID"),
+        non_empty(env, "AWS_SECRET_ACCESS_KEY"),
+    ) {
+        return Ok(Auth::SigV4(AwsCredentials {
+            access_key_id: id,
+            secret_access_key: secret,
+            session_token: non_empty(env, "AWS_SESSION_TOKEN"),
+        }));
+    }
+    let profile = non_empty(env, "AWS_PROFILE").unwrap_or_else(|| "default".into());
+    let get = |key: &str| profile_value(env, home, &profile, key);
+    if let (Some(id), Some(secret)) = (get("aws_access_key_id"), get("aws_secret_access_key")) {
+        return Ok(Auth::SigV4(AwsCredentials {
+            access_key_id: id,
+            secret_access_key: secret,
+            session_token: get("aws_session_token"),
+        }));
+    }
+    if let Some(command) = get("credential_process") {
+        return sources::from_process(&profile, &command).map(Auth::SigV4);
+    }
+    if let (Some(file), Some(role)) = (
+        non_empty(env, "AWS_WEB_IDENTITY_TOKEN_FILE"),
+        non_empty(env, "AWS_ROLE_ARN"),
+    ) {
+        let session = non_empty(env, "AWS_ROLE_SESSION_NAME")
+            .unwrap_or_else(|| format!("aws-sdk-js-session-{}", crate::util::now_ms()));
+        let endpoint = non_empty(env, "AWS_ENDPOINT_URL_STS")
+            .or_else(|| non_empty(env, "AWS_ENDPOINT_URL"))
+            .unwrap_or_else(|| format!("https://sts.{region}.amazonaws.com"));
+        return sources::from_web_identity(&file, &role, &session, &endpoint).map(Auth::SigV4);
+    }
+    for key in ["role_arn", "sso_session", "sso_start_url"] {
+        if get(key).is_some() {
+            return Err(format!(
+                "{NO_CREDENTIALS}: the AWS profile \"{profile}\" uses {key}, which pi-rpc does not support; export AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (e.g. `aws configure export-credentials`)"
+            ));
+        }
+    }
+    for name in [
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ] {
+        if non_empty(env, name).is_some() {
+            return Err(format!(
+                "{NO_CREDENTIALS}: {name} is set, but pi-rpc does not fetch container credentials"
+            ));
+        }
+    }
+    Err(NO_CREDENTIALS.into())
+}
+
+/// A key of a profile: `~/.aws/credentials` `[name]` first, then `~/.aws/config`
+/// `[profile name]` (`[default]` for the default profile). `AWS_SHARED_CREDENTIALS_FILE` and
+/// `AWS_CONFIG_FILE` move the files.
+fn profile_value(env: Env<'_>, home: Option<&str>, profile: &str, key: &str) -> Option<String> {
+    let path = |var: &str, default: &str| {
+        non_empty(env, var).or_else(|| home.map(|h| format!("{h}/.aws/{default}")))
+    };
+    let read = |p: Option<String>| p.and_then(|p| std::fs::read_to_string(p).ok());
+    if let Some(text) = read(path("AWS_SHARED_CREDENTIALS_FILE", "credentials")) {
+        if let Some(v) = ini_value(&text, profile, key) {
+            return Some(v);
+        }
+    }
+    let section = if profile == "default" {
+        "default".to_string()
+    } else {
+        format!("profile {profile}")
+    };
+    let text = read(path("AWS_CONFIG_FILE", "config"))?;
+    ini_value(&text, &section, key)
+}
+
+/// The value of `key` in `[section]` of an INI text (`#`/`;` comments, `key = value`).
+pub fn ini_value(text: &str, section: &str, key: &str) -> Option<String> {
+    let mut in_section = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+            in_section = name == section;
+            continue;
+        }
+        if !in_section {
+            continue;
+        }
+        if let Some((k, v)) = line.split_once('=') {
+            if k.trim() == key {
+                let v = v.trim();
+                return (!v.is_empty()).then(|| v.to_string());
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |n| {
+            vars.iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    fn model(id: &str, base_url: &str) -> Model {
+        Model {
+            id: id.into(),
+            base_url: base_url.into(),
+            ..Model::default()
+        }
+    }
+
+    const CATALOG: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
+
+    #[test]
+    fn regions_and_endpoints() {
+        let t = |id: &str, base: &str, vars: &[(&str, &str)]| {
+            let e = env(vars);
+            let t = target(&model(id, base), &e, None).unwrap();
+            (t.region, t.endpoint)
+        };
+        assert_eq!(
+            t("m", CATALOG, &[]),
+            ("us-east-1".into(), CATALOG.to_string())
+        );
+        assert_eq!(
+            t("m", CATALOG, &[("AWS_REGION", "eu-west-1")]),
+            (
+                "eu-west-1".into(),
+                "https://bedrock-runtime.eu-west-1.amazonaws.com".into()
+            )
+        );
+        assert_eq!(
+            t("m", CATALOG, &[("AWS_DEFAULT_REGION", "cn-north-1")]),
+            (
+                "cn-north-1".into(),
+                "https://bedrock-runtime.cn-north-1.amazonaws.com.cn".into()
+            )
+        );
+        assert_eq!(
+            t(
+                "arn:aws:bedrock:ap-south-1:123:application-inference-profile/x",
+                CATALOG,
+                &[("AWS_REGION", "eu-west-1")]
+            ),
+            (
+                "ap-south-1".into(),
+                "https://bedrock-runtime.ap-south-1.amazonaws.com".into()
+            )
+        );
+        // A proxy baseUrl is always used; the region still comes from the environment.
+        assert_eq!(
+            t("m", "http://127.0.0.1:9/", &[("AWS_REGION", "us-west-2")]),
+            ("us-west-2".into(), "http://127.0.0.1:9".into())
+        );
+        assert_eq!(
+            t("m", "http://127.0.0.1:9", &[]),
+            ("us-east-1".into(), "http://127.0.0.1:9".into())
+        );
+        assert_eq!(
+            arn_region("arn:aws-us-gov:bedrock:us-gov-west-1:1:x"),
+            Some("us-gov-west-1")
+        );
+        assert_eq!(arn_region("us.anthropic.claude"), None);
+    }
+
+    #[test]
+    fn credential_sources_in_pi_order() {
+        let e = env(&[
+            ("AWS_BEARER_TOKEN_BEDROCK", "tok"),
+            ("AWS_ACCESS_KEY_ID", "a"),
+        ]);
+        assert_eq!(
+            auth(None, &e, None, "us-east-1"),
+            Ok(Auth::Bearer("tok".into()))
+        );
+        assert_eq!(
+            auth(Some("stored"), &e, None, "us-east-1"),
+            Ok(Auth::Bearer("stored".into()))
+        );
+        let e = env(&[
+            ("AWS_BEARER_TOKEN_BEDROCK", "tok"),
+            ("AWS_BEDROCK_SKIP_AUTH", "1"),
+        ]);
+        assert!(
+            matches!(auth(None, &e, None, "us-east-1"), Ok(Auth::SigV4(c)) if c.access_key_id == "dummy-access-key")
+        );
+        let e = env(&[
+            ("AWS_ACCESS_KEY_ID", "AKID"),
+            ("AWS_SECRET_ACCESS_KEY", "SECRET"),
+            ("AWS_SESSION_TOKEN", "TOKEN"),
+            ("AWS_PROFILE", "other"),
+        ]);
+        assert_eq!(
+            auth(None, &e, None, "us-east-1"),
+            Ok(Auth::SigV4(AwsCredentials {
+                access_key_id: "AKID".into(),
+                secret_access_key: "SECRET".into(),
+                session_token: Some("TOKEN".into()),
+            }))
+        );
+        assert_eq!(
+            auth(None, &env(&[]), None, "us-east-1"),
+            Err(NO_CREDENTIALS.into())
+        );
+    }
+
+    #[test]
+    fn profiles_from_the_shared_files() {
+        let dir = std::env::temp_dir().join(format!("pi-rpc-aws-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join(".aws")).unwrap();
+        std::fs::write(
+            dir.join(".aws/credentials"),
+            "[default]\naws_access_key_id = D\naws_secret_access_key = DS\n\n[work]\n# c\naws_access_key_id=W\naws_secret_access_key = WS\naws_session_token = WT\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join(".aws/config"),
+            "[profile work]\nregion = eu-central-1\n[profile sso]\nsso_session = s\n",
+        )
+        .unwrap();
+        let home = dir.to_string_lossy().into_owned();
+        let e = env(&[("AWS_PROFILE", "work")]);
+        assert_eq!(
+            auth(None, &e, Some(&home), "us-east-1"),
+            Ok(Auth::SigV4(AwsCredentials {
+                access_key_id: "W".into(),
+                secret_access_key: "WS".into(),
+                session_token: Some("WT".into()),
+            }))
+        );
+        let t = target(&model("m", CATALOG), &e, Some(&home)).unwrap();
+        assert_eq!(t.region, "eu-central-1");
+        assert_eq!(
+            t.endpoint,
+            "https://bedrock-runtime.eu-central-1.amazonaws.com"
+        );
+        let d = auth(None, &env(&[]), Some(&home), "us-east-1");
+        assert!(matches!(d, Ok(Auth::SigV4(c)) if c.access_key_id == "D"));
+        let e = env(&[("AWS_PROFILE", "sso")]);
+        let err = auth(None, &e, Some(&home), "us-east-1").unwrap_err();
+        assert!(
+            err.starts_with(NO_CREDENTIALS) && err.contains("sso_session"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
