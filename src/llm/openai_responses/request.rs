@@ -192,12 +192,29 @@ fn tool_result_output(model: &Model, content: &[ContentBlock]) -> Value {
 }
 
 /// The `input` array: the system prompt item, then the conversation (pi's
-/// `convertResponsesMessages`).
+/// `convertResponsesMessages`), without `configuration_update` items.
 pub fn convert_input(model: &Model, ctx: &LlmContext) -> Vec<Value> {
+    convert_input_with(model, ctx, None)
+}
+
+/// [`convert_input`] with the mid-conversation effort (see
+/// [`super::configuration_update_effort`]): when set, each earlier same-model assistant message
+/// that recorded a `providerThinkingLevel` is preceded by a `configuration_update` item with
+/// it, and one with `effort` ends the input. With `supportsMidConvoSystemMessages` and
+/// `supportsAdditionalTools`, the tools are declared in an `additional_tools` item ahead of the
+/// system prompt (and [`build_body`] sends no top-level `tools`).
+pub fn convert_input_with(model: &Model, ctx: &LlmContext, effort: Option<&str>) -> Vec<Value> {
     let compat = Compat::of(model);
     let mut messages = ctx.messages.clone();
     normalize_ids(&mut messages, model);
     let mut input = Vec::new();
+    if compat.tool_support() == ToolSupport::Changes && !ctx.tools.is_empty() {
+        input.push(json!({
+            "type": "additional_tools",
+            "role": "developer",
+            "tools": convert_tools(&ctx.tools, compat.supports_strict_mode),
+        }));
+    }
     if !ctx.system_prompt.is_empty() {
         let role = if model.reasoning && compat.supports_developer_role {
             "developer"
@@ -230,6 +247,7 @@ pub fn convert_input(model: &Model, ctx: &LlmContext) -> Vec<Value> {
             LlmMessage::Assistant(a) => {
                 let same_provider_api = a.provider == model.provider && a.api == model.api;
                 let different_model = same_provider_api && a.model != model.id;
+                let same_model = same_provider_api && a.model == model.id;
                 let mut output = Vec::new();
                 let mut text_index = 0usize;
                 for block in &a.content {
@@ -303,6 +321,11 @@ pub fn convert_input(model: &Model, ctx: &LlmContext) -> Vec<Value> {
                 if output.is_empty() {
                     continue;
                 }
+                if let (Some(_), Some(level), true) =
+                    (effort, a.provider_thinking_level.as_deref(), same_model)
+                {
+                    input.push(configuration_update(level));
+                }
                 input.extend(output);
             }
             LlmMessage::ToolResult {
@@ -319,6 +342,9 @@ pub fn convert_input(model: &Model, ctx: &LlmContext) -> Vec<Value> {
             }
         }
         msg_index += 1;
+    }
+    if let Some(e) = effort {
+        input.push(configuration_update(e));
     }
     input
 }
@@ -351,7 +377,12 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
     let chatgpt = is_chatgpt_sign_in(model, opts.api_key.as_deref());
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
-    body.insert("input".into(), Value::Array(convert_input(model, ctx)));
+    let update_effort = configuration_update_effort(model, opts);
+    let input = match update_effort.as_deref() {
+        None => convert_input(model, ctx),
+        effort => convert_input_with(model, ctx, effort),
+    };
+    body.insert("input".into(), Value::Array(input));
     body.insert("stream".into(), json!(true));
     let caching = opts.cache_retention != CacheRetention::None;
     if caching && !compat.prompt_cache_key_disabled {
@@ -386,22 +417,18 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
             json!(max_tokens.max(MIN_OUTPUT_TOKENS)),
         );
     }
-    if !ctx.tools.is_empty() {
+    if !ctx.tools.is_empty() && compat.tool_support() != ToolSupport::Changes {
         body.insert(
             "tools".into(),
             Value::Array(convert_tools(&ctx.tools, compat.supports_strict_mode)),
         );
     }
-    // pi's agent passes no reasoning option at `off` (no clamping then).
-    let level = match opts.thinking_level {
-        ThinkingLevel::Off => ThinkingLevel::Off,
-        requested => effective_thinking_level(model, requested),
-    };
+    let level = requested_level(model, opts);
     if model.reasoning {
         if level != ThinkingLevel::Off {
-            let effort = match level_mapping(model, level) {
-                LevelMapping::Value(v) => v.to_owned(),
-                _ => level.as_str().to_owned(),
+            let effort = match update_effort {
+                Some(_) => CONFIGURATION_UPDATE_REQUEST_EFFORT.to_owned(),
+                None => effort_value(model, level),
             };
             body.insert(
                 "reasoning".into(),
