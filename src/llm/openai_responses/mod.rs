@@ -30,6 +30,8 @@ use crate::js::utf16;
 use crate::js::value::{js_template, js_truthy};
 
 mod compat;
+#[cfg(test)]
+mod compat_tests;
 mod events;
 mod request;
 
