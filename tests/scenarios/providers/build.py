@@ -111,7 +111,60 @@ def main():
             json.dump(sc, f, indent=2)
             f.write("\n")
         written.append(name)
+    written += write_switch_scenario()
     print("\n".join(written))
+
+
+def write_switch_scenario():
+    """prov_x_openai_resp_switch: the Responses compat of pi's newest OpenAI models across model
+    switches (additional_tools items, configuration_update items replayed for the same model
+    only, top-level tools again on a model without them)."""
+    def prompt(i, text):
+        return [{"send": {"id": f"p{i}", "type": "prompt", "message": text}},
+                {"wait": {"type": "agent_settled"}, "timeout_ms": 20000}]
+
+    def switch(i, model):
+        return [{"send": {"id": f"sm{i}", "type": "set_model", "provider": "openai", "modelId": model}},
+                {"wait": {"type": "response", "id": f"sm{i}"}}]
+
+    def reply(text):
+        return {"blocks": [{"type": "text", "text": text}], "usage": {"input": 400, "output": 3}}
+
+    name = "prov_x_openai_resp_switch"
+    sc = {
+        "description": "Built-in provider openai (openai-responses) rerouted to the mock: gpt-6.2-sol, "
+                       "then gpt-6.1-sol at xhigh, gpt-6-cyber (no additional tools, no mid-conversation "
+                       "effort), and gpt-6.2-sol again.",
+        "session": "none",
+        "provider": "openai",
+        "model": "gpt-6.2-sol",
+        "extra_providers": {"openai": {"baseUrl": "{{MOCK_BASE_URL}}", "apiKey": "test-key"}},
+        "env": {},
+        "mock": {"replies": [
+            {"blocks": [
+                {"type": "thinking", "text": "Need to run a command.", "chunk_size": 8},
+                {"type": "text", "text": "Running it.", "chunk_size": 5},
+                {"type": "tool_call", "id": "call_x_01", "name": "bash",
+                 "input": {"command": "echo from-provider"}, "chunk_size": 12}],
+             "usage": {"input": 300, "output": 25, "cache_read": 100}},
+            reply("It printed from-provider."),
+            reply("Second answer."),
+            reply("Third answer."),
+            reply("Fourth answer."),
+        ]},
+        "steps": [{"send": {"id": "st0", "type": "get_state"}},
+                  {"wait": {"type": "response", "id": "st0"}}]
+        + prompt(1, "Run echo")
+        + [{"send": {"id": "t0", "type": "set_thinking_level", "level": "xhigh"}},
+           {"wait": {"type": "response", "id": "t0"}}]
+        + switch(1, "gpt-6.1-sol") + prompt(2, "Answer again")
+        + switch(2, "gpt-6-cyber") + prompt(3, "And again")
+        + switch(3, "gpt-6.2-sol") + prompt(4, "Last one"),
+    }
+    with open(os.path.join(HERE, name + ".json"), "w") as f:
+        json.dump(sc, f, indent=2)
+        f.write("\n")
+    return [name]
 
 
 if __name__ == "__main__":
