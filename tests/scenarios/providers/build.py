@@ -112,6 +112,7 @@ def main():
             f.write("\n")
         written.append(name)
     written += write_switch_scenario()
+    written += write_compact_scenario()
     print("\n".join(written))
 
 
@@ -166,6 +167,23 @@ def write_switch_scenario():
         f.write("\n")
     return [name]
 
+
+
+def write_compact_scenario():
+    """prov_x_openai_resp_compact: the conformance kit's compact scenario (manual compaction,
+    two summarization requests, a prompt after it, the session entries) on gpt-6.2-sol."""
+    with open(os.path.join(os.environ["CONFORMANCE"], "scenarios", "compact.json")) as f:
+        sc = json.load(f)
+    sc["description"] = "The conformance kit's compact scenario on openai gpt-6.2-sol (Responses " \
+                        "compat: additional_tools, configuration_update items in summarization requests)."
+    sc["provider"] = "openai"
+    sc["model"] = "gpt-6.2-sol"
+    sc["extra_providers"] = {"openai": {"baseUrl": "{{MOCK_BASE_URL}}", "apiKey": "test-key"}}
+    name = "prov_x_openai_resp_compact"
+    with open(os.path.join(HERE, name + ".json"), "w") as f:
+        json.dump(sc, f, indent=2)
+        f.write("\n")
+    return [name]
 
 if __name__ == "__main__":
     main()
