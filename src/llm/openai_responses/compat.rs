@@ -132,3 +132,10 @@ pub(super) const CONFIGURATION_UPDATE_REQUEST_EFFORT: &str = "medium";
 pub(super) fn configuration_update(effort: &str) -> Value {
     json!({"type": "configuration_update", "reasoning": {"effort": effort}})
 }
+
+/// Whether the model takes its tools in an `additional_tools` input item (written by
+/// [`super::request::convert_input`]) rather than the top-level `tools` field (pi's
+/// `resolveTranscriptTools(…, "changes")`: no request tools).
+pub fn declares_tools_in_input(model: &Model) -> bool {
+    Compat::of(model).tool_support() == ToolSupport::Changes
+}

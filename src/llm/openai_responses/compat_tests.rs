@@ -91,6 +91,16 @@ fn additional_tools_replace_the_top_level_tools() {
             {"type": "function", "name": "bash", "description": "Run a command",
                 "parameters": c.tools[0].parameters}]})
     );
+    // The Codex and Azure adapters default strict mode to true: an explicit option.
+    let strict = InputOptions {
+        configuration_update_effort: None,
+        supports_strict_mode: true,
+    };
+    assert_eq!(
+        convert_input_with(&plain, &c, &strict)[0]["tools"],
+        json!([strict_bash()])
+    );
+    assert!(declares_tools_in_input(&plain));
     let bare = build_body(
         &plain,
         &ctx(vec![user("hi")]),

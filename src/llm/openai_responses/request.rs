@@ -194,25 +194,40 @@ fn tool_result_output(model: &Model, content: &[ContentBlock]) -> Value {
 /// The `input` array: the system prompt item, then the conversation (pi's
 /// `convertResponsesMessages`), without `configuration_update` items.
 pub fn convert_input(model: &Model, ctx: &LlmContext) -> Vec<Value> {
-    convert_input_with(model, ctx, None)
+    let options = InputOptions {
+        configuration_update_effort: None,
+        supports_strict_mode: Compat::of(model).supports_strict_mode,
+    };
+    convert_input_with(model, ctx, &options)
 }
 
-/// [`convert_input`] with the mid-conversation effort (see
-/// [`super::configuration_update_effort`]): when set, each earlier same-model assistant message
-/// that recorded a `providerThinkingLevel` is preceded by a `configuration_update` item with
-/// it, and one with `effort` ends the input. With `supportsMidConvoSystemMessages` and
+/// What [`convert_input_with`] takes beyond the model's compat (the Responses adapters differ
+/// here: the Codex and Azure ones default `supportsStrictMode` to true).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InputOptions<'a> {
+    /// The mid-conversation effort (see [`super::configuration_update_effort`]): when set,
+    /// each earlier same-model assistant message that recorded a `providerThinkingLevel` is
+    /// preceded by a `configuration_update` item with it, and one with this effort ends the
+    /// input.
+    pub configuration_update_effort: Option<&'a str>,
+    /// Strict mode for the tools of an `additional_tools` item.
+    pub supports_strict_mode: bool,
+}
+
+/// [`convert_input`] with explicit options. With `supportsMidConvoSystemMessages` and
 /// `supportsAdditionalTools`, the tools are declared in an `additional_tools` item ahead of the
 /// system prompt (and [`build_body`] sends no top-level `tools`).
-pub fn convert_input_with(model: &Model, ctx: &LlmContext, effort: Option<&str>) -> Vec<Value> {
+pub fn convert_input_with(model: &Model, ctx: &LlmContext, options: &InputOptions) -> Vec<Value> {
     let compat = Compat::of(model);
+    let effort = options.configuration_update_effort;
     let mut messages = ctx.messages.clone();
     normalize_ids(&mut messages, model);
     let mut input = Vec::new();
-    if compat.tool_support() == ToolSupport::Changes && !ctx.tools.is_empty() {
+    if declares_tools_in_input(model) && !ctx.tools.is_empty() {
         input.push(json!({
             "type": "additional_tools",
             "role": "developer",
-            "tools": convert_tools(&ctx.tools, compat.supports_strict_mode),
+            "tools": convert_tools(&ctx.tools, options.supports_strict_mode),
         }));
     }
     if !ctx.system_prompt.is_empty() {
@@ -380,7 +395,13 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
     let update_effort = configuration_update_effort(model, opts);
     let input = match update_effort.as_deref() {
         None => convert_input(model, ctx),
-        effort => convert_input_with(model, ctx, effort),
+        Some(effort) => {
+            let options = InputOptions {
+                configuration_update_effort: Some(effort),
+                supports_strict_mode: compat.supports_strict_mode,
+            };
+            convert_input_with(model, ctx, &options)
+        }
     };
     body.insert("input".into(), Value::Array(input));
     body.insert("stream".into(), json!(true));
@@ -417,7 +438,7 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
             json!(max_tokens.max(MIN_OUTPUT_TOKENS)),
         );
     }
-    if !ctx.tools.is_empty() && compat.tool_support() != ToolSupport::Changes {
+    if !ctx.tools.is_empty() && !declares_tools_in_input(model) {
         body.insert(
             "tools".into(),
             Value::Array(convert_tools(&ctx.tools, compat.supports_strict_mode)),
