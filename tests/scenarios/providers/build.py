@@ -4,10 +4,13 @@
 (baseUrl + apiKey, as the kit's prov_* scenarios do), a catalog model of that API (the
 provider's default model when it is on that API, else its first reasoning model), a prompt
 with a thinking + text + bash tool round trip, then a second prompt at thinking level off.
+Two more for the Responses compat of pi's newest OpenAI models: prov_x_openai_resp_switch
+(model switches) and prov_x_openai_resp_compact (the kit's compact scenario; needs CONFORMANCE).
 
 The model list comes from pi-rpc's own catalog (src/llm/registry/catalog/catalog.jsonl)."""
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -172,7 +175,11 @@ def write_switch_scenario():
 def write_compact_scenario():
     """prov_x_openai_resp_compact: the conformance kit's compact scenario (manual compaction,
     two summarization requests, a prompt after it, the session entries) on gpt-6.2-sol."""
-    with open(os.path.join(os.environ["CONFORMANCE"], "scenarios", "compact.json")) as f:
+    kit = os.environ.get("CONFORMANCE")
+    if not kit:
+        print("CONFORMANCE unset: prov_x_openai_resp_compact left as it is", file=sys.stderr)
+        return []
+    with open(os.path.join(kit, "scenarios", "compact.json")) as f:
         sc = json.load(f)
     sc["description"] = "The conformance kit's compact scenario on openai gpt-6.2-sol (Responses " \
                         "compat: additional_tools, configuration_update items in summarization requests)."
