@@ -84,6 +84,12 @@ pub(crate) trait WireApi<'a>: Sized {
         out: &mut StreamedMessage<'_>,
     ) -> Result<(), Failure>;
 
+    /// The message's `providerThinkingLevel`, set before anything is sent (the Responses API's
+    /// mid-conversation effort).
+    fn provider_thinking_level(_model: &Model, _opts: &StreamOptions) -> Option<String> {
+        None
+    }
+
     /// The abort texts once the state exists (they may depend on what was seen).
     fn abort_texts(&self) -> AbortTexts {
         Self::ABORT_TEXTS
@@ -110,6 +116,7 @@ pub(crate) fn drive<'a, W: WireApi<'a>>(
     on_event: &mut dyn FnMut(StreamUpdate<'_>),
 ) -> AssistantMessage {
     let mut out = StreamedMessage::new(model, on_event);
+    out.msg.provider_thinking_level = W::provider_thinking_level(model, opts);
     let mut state: Option<W> = None;
     let result = exchange(model, ctx, opts, cancel, &mut out, &mut state);
     let texts = state.as_ref().map_or(W::ABORT_TEXTS, W::abort_texts);

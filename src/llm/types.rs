@@ -261,6 +261,10 @@ pub struct AssistantMessage {
     pub api: String,
     pub provider: String,
     pub model: String,
+    /// The reasoning effort a Responses model was told in `configuration_update` items (pi's
+    /// `providerThinkingLevel`, written with `supportsMidConvoEffort`); replayed before this
+    /// message's items on later requests to the same model.
+    pub provider_thinking_level: Option<String>,
     /// The provider-reported model id when it differs from `model`.
     pub response_model: Option<String>,
     pub usage: Usage,
@@ -311,6 +315,7 @@ impl AssistantMessage {
             api: s("api").unwrap_or_default(),
             provider: s("provider").unwrap_or_default(),
             model: s("model").unwrap_or_default(),
+            provider_thinking_level: s("providerThinkingLevel"),
             response_model: s("responseModel"),
             usage: o
                 .get("usage")
@@ -361,6 +366,9 @@ impl Serialize for AssistantMessage {
         m.serialize_entry("api", &self.api)?;
         m.serialize_entry("provider", &self.provider)?;
         m.serialize_entry("model", &self.model)?;
+        if let Some(v) = &self.provider_thinking_level {
+            m.serialize_entry("providerThinkingLevel", v)?;
+        }
         m.serialize_entry("usage", &self.usage)?;
         m.serialize_entry("stopReason", &self.stop_reason)?;
         if self.synthetic {

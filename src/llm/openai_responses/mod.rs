@@ -29,11 +29,16 @@ use crate::js::json::js_stringify;
 use crate::js::utf16;
 use crate::js::value::{js_template, js_truthy};
 
+mod compat;
+#[cfg(test)]
+mod compat_tests;
 mod events;
 mod request;
 
+use self::compat::*;
 use self::request::*;
 
+pub use self::compat::configuration_update_effort;
 pub use self::events::ResponsesStream;
 pub use self::request::{build_body, convert_input, endpoint, request_headers, short_hash};
 
@@ -51,61 +56,6 @@ pub const NO_TERMINAL_EVENT: &str =
     "OpenAI Responses stream ended before a terminal response event";
 /// A terminal event left the stop reason unset.
 pub const NO_STOP_REASON: &str = "OpenAI Responses stream ended without a stop reason";
-
-// ---------------------------------------------------------------------------------------------
-// Compat
-
-/// The `compat` flags this API reads, with pi's defaults.
-#[derive(Clone, Debug, PartialEq)]
-struct Compat {
-    supports_developer_role: bool,
-    supports_strict_mode: bool,
-    supports_long_cache_retention: bool,
-    supports_explicit_prompt_cache_mode: bool,
-    supports_max_output_tokens: bool,
-    prompt_cache_key_disabled: bool,
-    /// `"openai"` (headers `session-id` + `x-client-request-id`), `"openrouter"`
-    /// (`x-session-id`) or anything else (`x-client-request-id` only).
-    session_affinity_format: String,
-}
-
-impl Compat {
-    fn of(model: &Model) -> Compat {
-        let flag = |k: &str, d: bool| model.compat_bool(k).unwrap_or(d);
-        let string = |k: &str| {
-            model
-                .compat
-                .as_ref()
-                .and_then(|c| c.get(k))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let detected = if model.provider == "openrouter" || model.base_url.contains("openrouter.ai")
-        {
-            "openrouter"
-        } else {
-            "openai"
-        };
-        Compat {
-            supports_developer_role: flag("supportsDeveloperRole", true),
-            supports_strict_mode: flag("supportsStrictMode", false),
-            supports_long_cache_retention: flag("supportsLongCacheRetention", true),
-            supports_explicit_prompt_cache_mode: flag("supportsExplicitPromptCacheMode", false),
-            supports_max_output_tokens: flag("supportsMaxOutputTokens", true),
-            prompt_cache_key_disabled: string("promptCacheKeyMode").as_deref() == Some("disabled"),
-            session_affinity_format: string("sessionAffinityFormat")
-                .unwrap_or_else(|| detected.to_owned()),
-        }
-    }
-}
-
-/// A "Sign in with ChatGPT" token sent straight to OpenAI (not an `sk-` key): some request
-/// fields are rejected there.
-fn is_chatgpt_sign_in(model: &Model, api_key: Option<&str>) -> bool {
-    model.provider == "openai"
-        && model.base_url == "https://api.openai.com/v1"
-        && api_key.is_some_and(|k| !k.starts_with("sk-"))
-}
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -210,6 +160,10 @@ impl<'a> WireApi<'a> for ResponsesStream {
 
     fn http_error(model: &Model, status: u16, _: Option<&str>, body: &str) -> String {
         http_error_message(model, status, body)
+    }
+
+    fn provider_thinking_level(model: &Model, opts: &StreamOptions) -> Option<String> {
+        configuration_update_effort(model, opts)
     }
 
     fn on_event(

@@ -4,10 +4,13 @@
 (baseUrl + apiKey, as the kit's prov_* scenarios do), a catalog model of that API (the
 provider's default model when it is on that API, else its first reasoning model), a prompt
 with a thinking + text + bash tool round trip, then a second prompt at thinking level off.
+Two more for the Responses compat of pi's newest OpenAI models: prov_x_openai_resp_switch
+(model switches) and prov_x_openai_resp_compact (the kit's compact scenario; needs CONFORMANCE).
 
 The model list comes from pi-rpc's own catalog (src/llm/registry/catalog/catalog.jsonl)."""
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -114,8 +117,83 @@ def main():
             json.dump(sc, f, indent=2)
             f.write("\n")
         written.append(name)
+    written += write_switch_scenario()
+    written += write_compact_scenario()
     print("\n".join(written))
 
+
+def write_switch_scenario():
+    """prov_x_openai_resp_switch: the Responses compat of pi's newest OpenAI models across model
+    switches (additional_tools items, configuration_update items replayed for the same model
+    only, top-level tools again on a model without them)."""
+    def prompt(i, text):
+        return [{"send": {"id": f"p{i}", "type": "prompt", "message": text}},
+                {"wait": {"type": "agent_settled"}, "timeout_ms": 20000}]
+
+    def switch(i, model):
+        return [{"send": {"id": f"sm{i}", "type": "set_model", "provider": "openai", "modelId": model}},
+                {"wait": {"type": "response", "id": f"sm{i}"}}]
+
+    def reply(text):
+        return {"blocks": [{"type": "text", "text": text}], "usage": {"input": 400, "output": 3}}
+
+    name = "prov_x_openai_resp_switch"
+    sc = {
+        "description": "Built-in provider openai (openai-responses) rerouted to the mock: gpt-6.2-sol, "
+                       "then gpt-6.1-sol at xhigh, gpt-6-cyber (no additional tools, no mid-conversation "
+                       "effort), and gpt-6.2-sol again.",
+        "session": "none",
+        "provider": "openai",
+        "model": "gpt-6.2-sol",
+        "extra_providers": {"openai": {"baseUrl": "{{MOCK_BASE_URL}}", "apiKey": "test-key"}},
+        "env": {},
+        "mock": {"replies": [
+            {"blocks": [
+                {"type": "thinking", "text": "Need to run a command.", "chunk_size": 8},
+                {"type": "text", "text": "Running it.", "chunk_size": 5},
+                {"type": "tool_call", "id": "call_x_01", "name": "bash",
+                 "input": {"command": "echo from-provider"}, "chunk_size": 12}],
+             "usage": {"input": 300, "output": 25, "cache_read": 100}},
+            reply("It printed from-provider."),
+            reply("Second answer."),
+            reply("Third answer."),
+            reply("Fourth answer."),
+        ]},
+        "steps": [{"send": {"id": "st0", "type": "get_state"}},
+                  {"wait": {"type": "response", "id": "st0"}}]
+        + prompt(1, "Run echo")
+        + [{"send": {"id": "t0", "type": "set_thinking_level", "level": "xhigh"}},
+           {"wait": {"type": "response", "id": "t0"}}]
+        + switch(1, "gpt-6.1-sol") + prompt(2, "Answer again")
+        + switch(2, "gpt-6-cyber") + prompt(3, "And again")
+        + switch(3, "gpt-6.2-sol") + prompt(4, "Last one"),
+    }
+    with open(os.path.join(HERE, name + ".json"), "w") as f:
+        json.dump(sc, f, indent=2)
+        f.write("\n")
+    return [name]
+
+
+
+def write_compact_scenario():
+    """prov_x_openai_resp_compact: the conformance kit's compact scenario (manual compaction,
+    two summarization requests, a prompt after it, the session entries) on gpt-6.2-sol."""
+    kit = os.environ.get("CONFORMANCE")
+    if not kit:
+        print("CONFORMANCE unset: prov_x_openai_resp_compact left as it is", file=sys.stderr)
+        return []
+    with open(os.path.join(kit, "scenarios", "compact.json")) as f:
+        sc = json.load(f)
+    sc["description"] = "The conformance kit's compact scenario on openai gpt-6.2-sol (Responses " \
+                        "compat: additional_tools, configuration_update items in summarization requests)."
+    sc["provider"] = "openai"
+    sc["model"] = "gpt-6.2-sol"
+    sc["extra_providers"] = {"openai": {"baseUrl": "{{MOCK_BASE_URL}}", "apiKey": "test-key"}}
+    name = "prov_x_openai_resp_compact"
+    with open(os.path.join(HERE, name + ".json"), "w") as f:
+        json.dump(sc, f, indent=2)
+        f.write("\n")
+    return [name]
 
 if __name__ == "__main__":
     main()

@@ -41,9 +41,14 @@ def body_view(body):
     b.pop("systemInstruction", None)
     b.pop("instructions", None)
     for k in ("messages", "input"):
-        if isinstance(b.get(k), list) and b[k] and isinstance(b[k][0], dict) \
-                and b[k][0].get("role") in ("system", "developer"):
-            b[k] = b[k][1:]
+        items = b.get(k)
+        if not isinstance(items, list):
+            continue
+        # Responses models with additional tools declare them in an item ahead of the prompt.
+        i = 1 if items and isinstance(items[0], dict) and items[0].get("type") == "additional_tools" else 0
+        if len(items) > i and isinstance(items[i], dict) \
+                and items[i].get("role") in ("system", "developer") and "type" not in items[i]:
+            b[k] = items[:i] + items[i + 1:]
     return prose_free(b)
 
 
