@@ -22,8 +22,10 @@ use super::types::{
 };
 
 mod events;
+mod messages;
 mod request;
 
+use self::messages::*;
 use self::request::*;
 
 pub use self::events::StreamState;
