@@ -74,6 +74,10 @@ pub(crate) trait WireApi<'a>: Sized {
         out: &mut StreamedMessage<'_>,
     ) -> Result<(), Failure>;
 
+    /// Fields of the message known once the request is built, before it is sent (they stay
+    /// on an error reply too).
+    fn prepare(&self, _out: &mut StreamedMessage<'_>) {}
+
     /// The abort texts once the state exists (they may depend on what was seen).
     fn abort_texts(&self) -> AbortTexts {
         Self::ABORT_TEXTS
@@ -121,6 +125,7 @@ fn exchange<'a, W: WireApi<'a>>(
     }
     let (request, built) = W::request(model, ctx, opts)?;
     let state = state.insert(built);
+    state.prepare(out);
     let response = post_streaming(request, cancel, out, |status, content_type, body| {
         W::http_error(model, status, content_type, body)
     })?;

@@ -272,6 +272,9 @@ pub struct AssistantMessage {
     pub raw_stop_reason: Option<String>,
     pub duration_ms: Option<u64>,
     pub thinking_level: Option<ThinkingLevel>,
+    /// The effort an Anthropic model with mid-conversation effort was asked for
+    /// (`providerThinkingLevel`); the next requests mark this message's turn with it.
+    pub provider_thinking_level: Option<String>,
     /// The aborted turn synthesized after an aborted tool batch: `errorMessage` is written right
     /// after `stopReason`. Not serialized itself.
     pub synthetic: bool,
@@ -330,6 +333,7 @@ impl AssistantMessage {
                 .get("thinkingLevel")
                 .and_then(Value::as_str)
                 .and_then(ThinkingLevel::parse),
+            provider_thinking_level: s("providerThinkingLevel"),
             synthetic: false,
         })
     }
@@ -369,6 +373,9 @@ impl Serialize for AssistantMessage {
             }
         }
         m.serialize_entry("timestamp", &self.timestamp)?;
+        if let Some(v) = &self.provider_thinking_level {
+            m.serialize_entry("providerThinkingLevel", v)?;
+        }
         if let Some(v) = &self.response_id {
             m.serialize_entry("responseId", v)?;
         }

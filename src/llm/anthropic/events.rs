@@ -18,6 +18,10 @@ pub struct StreamState<'m> {
     open: Vec<OpenBlock>,
     pub(super) saw_start: bool,
     pub(super) saw_stop: bool,
+    /// The request's managed effort, recorded on the reply before it is sent.
+    pub(super) provider_thinking_level: Option<String>,
+    /// The model whose prices apply: a fallback model with its own cost when one answered.
+    usage_model: Option<Model>,
 }
 
 const MESSAGE_EVENTS: &[&str] = &[
@@ -45,7 +49,28 @@ impl<'m> StreamState<'m> {
             open: Vec::new(),
             saw_start: false,
             saw_stop: false,
+            provider_thinking_level: None,
+            usage_model: None,
         }
+    }
+
+    /// pi: when an allowed fallback model answered (same provider) and its cost is known,
+    /// usage is priced with that cost.
+    fn fallback_usage_model(&self, response_model: Option<&Value>) -> Option<Model> {
+        let rm = response_model.and_then(Value::as_str);
+        if rm == Some(self.model.id.as_str()) {
+            return None;
+        }
+        let rm = rm?;
+        let cost = AnthropicCompat::of(self.model)
+            .allowed_fallback_models
+            .into_iter()
+            .find(|f| f.provider == self.model.provider && f.model == rm)?
+            .cost?;
+        let mut usage_model = self.model.clone();
+        usage_model.id = rm.to_owned();
+        usage_model.cost = cost;
+        Some(usage_model)
     }
 
     fn recompute_usage(&self, msg: &mut AssistantMessage) {
@@ -56,7 +81,7 @@ impl<'m> StreamState<'m> {
             .saturating_add(u.output)
             .saturating_add(u.cache_read)
             .saturating_add(u.cache_write);
-        u.recompute_cost(self.model);
+        u.recompute_cost(self.usage_model.as_ref().unwrap_or(self.model));
     }
 
     /// Handles one SSE event. `Err` ends the stream.
@@ -97,6 +122,7 @@ impl<'m> StreamState<'m> {
                         msg.response_model = Some(rm.to_owned());
                     }
                 }
+                self.usage_model = self.fallback_usage_model(m.get("model"));
                 let u = m.get("usage").cloned().unwrap_or(Value::Null);
                 msg.usage.input = u64_field(&u, "input_tokens").unwrap_or(0);
                 msg.usage.output = u64_field(&u, "output_tokens").unwrap_or(0);

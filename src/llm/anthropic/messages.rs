@@ -46,13 +46,26 @@ pub(super) fn tool_result_content(content: &[ContentBlock]) -> Value {
     Value::Array(blocks)
 }
 
+/// The converted history and, with managed effort (`managed_provider`: the model's provider),
+/// the effort each earlier reply of that provider was asked for, by its index in the history.
+pub(super) struct Converted {
+    pub messages: Vec<Value>,
+    pub assistant_levels: Vec<(usize, String)>,
+}
+
+fn is_anthropic_effort(v: &str) -> bool {
+    matches!(v, "low" | "medium" | "high" | "xhigh" | "max")
+}
+
 pub(super) fn convert_messages(
     messages: &[LlmMessage],
     oauth: bool,
     cache: Option<&Value>,
     allow_empty_signature: bool,
-) -> Vec<Value> {
+    managed_provider: Option<&str>,
+) -> Converted {
     let mut out: Vec<Value> = Vec::with_capacity(messages.len());
+    let mut assistant_levels: Vec<(usize, String)> = Vec::new();
     let mut i = 0;
     while i < messages.len() {
         match &messages[i] {
@@ -155,6 +168,14 @@ pub(super) fn convert_messages(
                     }
                 }
                 if !blocks.is_empty() {
+                    if let Some(level) = a.provider_thinking_level.as_deref() {
+                        if managed_provider == Some(a.provider.as_str())
+                            && a.api == "anthropic-messages"
+                            && is_anthropic_effort(level)
+                        {
+                            assistant_levels.push((out.len(), level.to_owned()));
+                        }
+                    }
                     out.push(json!({"role": "assistant", "content": blocks}));
                 }
             }
@@ -239,6 +260,25 @@ pub(super) fn convert_messages(
             }
         }
     }
+    Converted {
+        messages: out,
+        assistant_levels,
+    }
+}
+
+/// pi's `insertThinkingLevelMessages`: an effort marker before each earlier reply that
+/// recorded its effort, and one with the active effort at the end.
+pub(super) fn insert_effort_markers(converted: Converted, active: &str) -> Vec<Value> {
+    let marker = |effort: &str| json!({"role": "system", "content": [], "output_config": {"effort": effort}});
+    let mut levels = converted.assistant_levels.into_iter().peekable();
+    let mut out = Vec::with_capacity(converted.messages.len() + 1);
+    for (index, message) in converted.messages.into_iter().enumerate() {
+        if let Some((_, effort)) = levels.next_if(|(at, _)| *at == index) {
+            out.push(marker(&effort));
+        }
+        out.push(message);
+    }
+    out.push(marker(active));
     out
 }
 

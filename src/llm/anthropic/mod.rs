@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::convert::normalize_tool_call_ids;
 use super::drive::{effective_thinking_level, Flow, WireApi};
 use super::http::HttpRequest;
-use super::model::Model;
+use super::model::{Model, ModelCost};
 use super::request::json_request;
 use super::sse::SseEvent;
 use super::stream::{
@@ -20,6 +20,7 @@ use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
     StopReason, StreamOptions, ToolSpec,
 };
+use serde::Deserialize;
 
 mod events;
 mod messages;
@@ -35,6 +36,13 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 const FINE_GRAINED_TOOL_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
 const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+const SERVER_SIDE_FALLBACK_BETA: &str = "server-side-fallback-2026-07-01";
+const MID_CONVERSATION_OUTPUT_CONFIG_BETA: &str = "mid-conversation-output-config-2026-07-01";
+const THINKING_BINDING_CONTROLS_BETA: &str = "thinking-binding-controls-2026-08-01";
+const INLINE_TOOLS_BETA: &str = "inline-tools-2026-09-15";
+/// The top-level effort of a model with mid-conversation effort: fixed (it is part of the
+/// cached prompt) and low, since organizations can cap effort and reject any level above it.
+const MANAGED_TOP_LEVEL_EFFORT: &str = "low";
 const CLAUDE_CODE_VERSION: &str = "2.1.322";
 const CLAUDE_CODE_IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
 /// Claude Code's canonical tool names (OAuth requests use them).
@@ -76,6 +84,31 @@ pub struct AnthropicCompat {
     pub send_session_affinity_headers: bool,
     pub openrouter_affinity: bool,
     pub force_adaptive_thinking: bool,
+    pub supports_strict_tools: bool,
+    /// Effort markers (`{"role":"system","output_config":…}`) before each reply.
+    pub supports_mid_convo_effort: bool,
+    pub supports_mid_convo_system_messages: bool,
+    pub supports_mid_convo_tool_changes: bool,
+    /// `allowedFallbackModels`: the server may answer with one of these.
+    pub allowed_fallback_models: Vec<FallbackModel>,
+}
+
+/// One entry of `compat.allowedFallbackModels`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FallbackModel {
+    pub provider: String,
+    pub model: String,
+    pub cost: Option<ModelCost>,
+}
+
+impl FallbackModel {
+    fn of(v: &Value) -> Option<FallbackModel> {
+        Some(FallbackModel {
+            provider: v.get("provider")?.as_str()?.to_owned(),
+            model: v.get("model")?.as_str()?.to_owned(),
+            cost: v.get("cost").and_then(|c| ModelCost::deserialize(c).ok()),
+        })
+    }
 }
 
 impl AnthropicCompat {
@@ -99,6 +132,17 @@ impl AnthropicCompat {
                 None => is_openrouter,
             },
             force_adaptive_thinking: b("forceAdaptiveThinking", false),
+            supports_strict_tools: b("supportsStrictTools", false),
+            supports_mid_convo_effort: b("supportsMidConvoEffort", false),
+            supports_mid_convo_system_messages: b("supportsMidConvoSystemMessages", false),
+            supports_mid_convo_tool_changes: b("supportsMidConvoToolChanges", false),
+            allowed_fallback_models: model
+                .compat
+                .as_ref()
+                .and_then(|c| c.get("allowedFallbackModels"))
+                .and_then(Value::as_array)
+                .map(|list| list.iter().filter_map(FallbackModel::of).collect())
+                .unwrap_or_default(),
         }
     }
 }
@@ -117,7 +161,15 @@ impl<'a> WireApi<'a> for StreamState<'a> {
     ) -> Result<(HttpRequest, Self), Failure> {
         let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
         let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
-        Ok((request, StreamState::new(model, req.oauth, &ctx.tools)))
+        let mut state = StreamState::new(model, req.oauth, &ctx.tools);
+        state.provider_thinking_level = req.provider_thinking_level;
+        Ok((request, state))
+    }
+
+    fn prepare(&self, out: &mut StreamedMessage<'_>) {
+        if let Some(level) = &self.provider_thinking_level {
+            out.msg.provider_thinking_level = Some(level.clone());
+        }
     }
 
     fn http_error(_: &Model, status: u16, _: Option<&str>, body: &str) -> String {

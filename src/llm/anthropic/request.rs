@@ -11,6 +11,9 @@ pub struct BuiltRequest {
     pub body: Value,
     /// An OAuth (`sk-ant-oat…`) token: tool names travel in Claude Code's casing.
     pub oauth: bool,
+    /// The managed effort (models with mid-conversation effort): the reply's
+    /// `providerThinkingLevel`.
+    pub provider_thinking_level: Option<String>,
 }
 
 fn is_oauth_token(key: &str) -> bool {
@@ -75,9 +78,52 @@ struct ThinkingPlan {
     pub(super) thinking: Option<Value>,
     output_config: Option<Value>,
     interleaved_beta: bool,
+    /// The effort the effort markers ask for (a model with mid-conversation effort), also
+    /// recorded on the reply as `providerThinkingLevel`.
+    pub(super) managed_effort: Option<String>,
 }
 
+/// pi's `mapThinkingLevelToEffort`: the model's own mapping, else low/medium/high.
+fn adaptive_effort(model: &Model, level: ThinkingLevel) -> String {
+    match level_mapping(model, level) {
+        LevelMapping::Value(v) => v.to_owned(),
+        _ => match level {
+            ThinkingLevel::Minimal | ThinkingLevel::Low => "low".into(),
+            ThinkingLevel::Medium => "medium".into(),
+            _ => "high".into(),
+        },
+    }
+}
+
+/// The thinking plan, with pi's managed effort for models with mid-conversation effort:
+/// adaptive thinking whose blocks are dropped on a prefix mismatch, a fixed low top-level
+/// effort, and the chosen effort carried by the markers (high when none was chosen). Thinking
+/// turned off sends no markers.
 fn plan_thinking(model: &Model, ctx: &LlmContext, opts: &StreamOptions) -> ThinkingPlan {
+    let mut plan = plan_thinking_unmanaged(model, ctx, opts);
+    let compat = AnthropicCompat::of(model);
+    let level = effective_thinking_level(model, opts.thinking_level);
+    let thinking_disabled = model.reasoning
+        && level == ThinkingLevel::Off
+        && level_mapping(model, ThinkingLevel::Off) != LevelMapping::Unsupported;
+    if compat.supports_mid_convo_effort && !thinking_disabled {
+        let effort = if level != ThinkingLevel::Off && compat.force_adaptive_thinking {
+            adaptive_effort(model, level)
+        } else {
+            "high".to_owned()
+        };
+        plan.thinking = Some(json!({
+            "type": "adaptive",
+            "display": "summarized",
+            "block_binding": {"prefix_mismatch_behavior": "drop_block"}
+        }));
+        plan.output_config = Some(json!({ "effort": MANAGED_TOP_LEVEL_EFFORT }));
+        plan.managed_effort = Some(effort);
+    }
+    plan
+}
+
+fn plan_thinking_unmanaged(model: &Model, ctx: &LlmContext, opts: &StreamOptions) -> ThinkingPlan {
     let compat = AnthropicCompat::of(model);
     let level = effective_thinking_level(model, opts.thinking_level);
     let base = base_max_tokens(model, ctx, opts);
@@ -89,6 +135,7 @@ fn plan_thinking(model: &Model, ctx: &LlmContext, opts: &StreamOptions) -> Think
             thinking: disabled.then(|| json!({"type": "disabled"})),
             output_config: None,
             interleaved_beta: false,
+            managed_effort: None,
         };
     }
     if !model.reasoning {
@@ -97,22 +144,17 @@ fn plan_thinking(model: &Model, ctx: &LlmContext, opts: &StreamOptions) -> Think
             thinking: None,
             output_config: None,
             interleaved_beta: false,
+            managed_effort: None,
         };
     }
     if compat.force_adaptive_thinking {
-        let effort = match level_mapping(model, level) {
-            LevelMapping::Value(v) => v.to_owned(),
-            _ => match level {
-                ThinkingLevel::Minimal | ThinkingLevel::Low => "low".into(),
-                ThinkingLevel::Medium => "medium".into(),
-                _ => "high".into(),
-            },
-        };
+        let effort = adaptive_effort(model, level);
         return ThinkingPlan {
             max_tokens: base,
             thinking: Some(json!({"type": "adaptive", "display": "summarized"})),
             output_config: Some(json!({ "effort": effort })),
             interleaved_beta: false,
+            managed_effort: None,
         };
     }
     // Budget thinking (pi's adjustMaxTokensForThinking + clampMaxTokensToContext).
@@ -131,17 +173,23 @@ fn plan_thinking(model: &Model, ctx: &LlmContext, opts: &StreamOptions) -> Think
         ),
         output_config: None,
         interleaved_beta: true,
+        managed_effort: None,
     }
 }
 
+/// What the computed beta list depends on besides the model and options.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct BetaFlags {
+    pub oauth: bool,
+    pub has_tools: bool,
+    pub interleaved: bool,
+    /// The tool list is fixed with a deferred placeholder (native tool changes).
+    pub native_tool_changes: bool,
+}
+
 /// The beta list: an explicit `anthropic-beta` header replaces the computed one.
-pub(super) fn betas(
-    model: &Model,
-    opts: &StreamOptions,
-    oauth: bool,
-    has_tools: bool,
-    interleaved: bool,
-) -> Vec<String> {
+pub(super) fn betas(model: &Model, opts: &StreamOptions, flags: BetaFlags) -> Vec<String> {
+    let compat = AnthropicCompat::of(model);
     let mut configured: Option<String> = None;
     for (name, value) in model_headers(model).iter().chain(opts.headers.iter()) {
         if name.eq_ignore_ascii_case("anthropic-beta") {
@@ -160,17 +208,39 @@ pub(super) fn betas(
         }
         return out;
     }
-    if oauth {
+    if flags.oauth {
         add("claude-code-20250219");
         add("oauth-2025-04-20");
     }
-    if has_tools && !AnthropicCompat::of(model).supports_eager_tool_input_streaming {
+    if flags.has_tools && !compat.supports_eager_tool_input_streaming {
         add(FINE_GRAINED_TOOL_STREAMING_BETA);
     }
-    if interleaved {
+    if flags.interleaved {
         add(INTERLEAVED_THINKING_BETA);
     }
+    if !compat.allowed_fallback_models.is_empty() {
+        add(SERVER_SIDE_FALLBACK_BETA);
+    }
+    if compat.supports_mid_convo_effort {
+        add(MID_CONVERSATION_OUTPUT_CONFIG_BETA);
+        add(THINKING_BINDING_CONTROLS_BETA);
+    }
+    if flags.native_tool_changes {
+        add(INLINE_TOOLS_BETA);
+    }
     out
+}
+
+/// pi's `DEFERRED_TOOL_PLACEHOLDER`: declared after the tools whenever native tool changes are
+/// in use, so Anthropic's scaffolding for tool changes is in the cached prefix from the first
+/// request. Never activated; the model cannot see it.
+fn deferred_tool_placeholder() -> Value {
+    json!({
+        "name": "__pi_deferred_placeholder__",
+        "description": "Reserved placeholder. Never available. Never call this.",
+        "input_schema": {"type": "object", "properties": {}, "required": []},
+        "defer_loading": true
+    })
 }
 
 /// Builds the request for `ctx` (providers.md §2, data-model.md §6.1). Fails only for a missing
@@ -192,21 +262,32 @@ pub fn build_request(
     let compat = AnthropicCompat::of(model);
     let cache = cache_control(model, opts.cache_retention);
     let plan = plan_thinking(model, ctx, opts);
+    // Native tool changes (pi): the request's tool list stays fixed, anchored by at least one
+    // real tool and followed by the deferred placeholder. pi-rpc's tools never change within a
+    // context, so the current tools are the initial ones.
+    let native_tool_changes = compat.supports_mid_convo_system_messages
+        && compat.supports_mid_convo_tool_changes
+        && !ctx.tools.is_empty();
 
     let mut messages = ctx.messages.clone();
     normalize_tool_call_ids(&mut messages, model, normalize_tool_call_id);
 
     let mut body = Map::new();
     body.insert("model".into(), Value::from(model.id.as_str()));
-    body.insert(
-        "messages".into(),
-        Value::Array(convert_messages(
-            &messages,
-            oauth,
-            cache.as_ref(),
-            compat.allow_empty_signature,
-        )),
+    let converted = convert_messages(
+        &messages,
+        oauth,
+        cache.as_ref(),
+        compat.allow_empty_signature,
+        plan.managed_effort
+            .as_ref()
+            .map(|_| model.provider.as_str()),
     );
+    let messages = match &plan.managed_effort {
+        Some(effort) => insert_effort_markers(converted, effort),
+        None => converted.messages,
+    };
+    body.insert("messages".into(), Value::Array(messages));
     body.insert("max_tokens".into(), Value::from(plan.max_tokens));
     body.insert("stream".into(), Value::Bool(true));
     let system_block = |text: &str| {
@@ -236,16 +317,17 @@ pub fn build_request(
         } else {
             None
         };
-        body.insert(
-            "tools".into(),
-            Value::Array(convert_tools(
-                &ctx.tools,
-                oauth,
-                compat.supports_eager_tool_input_streaming,
-                model.compat_bool("supportsStrictTools").unwrap_or(false),
-                tool_cache,
-            )),
+        let mut tools = convert_tools(
+            &ctx.tools,
+            oauth,
+            compat.supports_eager_tool_input_streaming,
+            compat.supports_strict_tools,
+            tool_cache,
         );
+        if native_tool_changes {
+            tools.push(deferred_tool_placeholder());
+        }
+        body.insert("tools".into(), Value::Array(tools));
     }
     if let Some(t) = plan.thinking {
         body.insert("thinking".into(), t);
@@ -253,13 +335,24 @@ pub fn build_request(
     if let Some(o) = plan.output_config {
         body.insert("output_config".into(), o);
     }
+    if !compat.allowed_fallback_models.is_empty() {
+        let fallbacks: Vec<Value> = compat
+            .allowed_fallback_models
+            .iter()
+            .map(|f| json!({ "model": f.model }))
+            .collect();
+        body.insert("fallbacks".into(), Value::Array(fallbacks));
+    }
 
     let betas = betas(
         model,
         opts,
-        oauth,
-        !ctx.tools.is_empty(),
-        plan.interleaved_beta,
+        BetaFlags {
+            oauth,
+            has_tools: !ctx.tools.is_empty(),
+            interleaved: plan.interleaved_beta,
+            native_tool_changes,
+        },
     );
     let mut headers: Vec<(String, String)> = Vec::new();
     let mut push = |n: &str, v: &str| headers.push((n.to_owned(), v.to_owned()));
@@ -311,6 +404,7 @@ pub fn build_request(
         headers,
         body: Value::Object(body),
         oauth,
+        provider_thinking_level: plan.managed_effort,
     })
 }
 
