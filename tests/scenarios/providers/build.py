@@ -44,7 +44,26 @@ EXTRA = [
     ("openrouter", "anthropic/claude-fable-5"),            # cache_control anthropic
     ("nvidia", "nvidia/nemotron-3.5-super-vl-120b-a12b"),  # catalog header
     ("kimi-coding", "kimi-for-coding"),
+    ("anthropic", "claude-fable-5"),                      # allowedFallbackModels
+    ("anthropic", "claude-fable-5-2"),                    # fallbacks + mid-conversation effort
 ]
+# Scenarios with their own steps: (name, provider, model, steps). The effort change: high for
+# the tool round trip, then max (earlier replies keep their effort markers), then the
+# messages as stored (providerThinkingLevel).
+STEPS = {
+    "prov_x_anthropic_effort_change": ("anthropic", "claude-opus-5-5", [
+        {"send": {"id": "t1", "type": "set_thinking_level", "level": "high"}},
+        {"wait": {"type": "response", "id": "t1"}},
+        {"send": {"id": "p1", "type": "prompt", "message": "Run echo"}},
+        {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+        {"send": {"id": "t2", "type": "set_thinking_level", "level": "max"}},
+        {"wait": {"type": "response", "id": "t2"}},
+        {"send": {"id": "p2", "type": "prompt", "message": "Now just answer"}},
+        {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+        {"send": {"id": "m1", "type": "get_messages"}},
+        {"wait": {"type": "response", "id": "m1"}},
+    ]),
+}
 
 ENV = {
     "cloudflare-workers-ai": {"CLOUDFLARE_ACCOUNT_ID": "acct"},
@@ -76,6 +95,10 @@ def main():
             api = p["apis"][row.get("a", 0)][0]
             slug = model.replace("/", "_").replace("-", "_").replace(".", "_").lower()
             picks.append((p, api, row, f"prov_x_{p['id'].replace('-', '_')}_{slug}"))
+        for name, (provider, model, _) in STEPS.items():
+            row = next((r for r in rows if r["id"] == model), None)
+            if provider == p["id"] and row is not None:
+                picks.append((p, p["apis"][row.get("a", 0)][0], row, name))
     for p, api, pick, name in picks:
         sc = {
             "description": f"Built-in provider {p['id']} ({api}) rerouted to the mock; catalog model {pick['id']}.",
@@ -96,7 +119,7 @@ def main():
                 {"blocks": [{"type": "text", "text": "Plain answer."}],
                  "usage": {"input": 400, "output": 3}},
             ]},
-            "steps": [
+            "steps": STEPS[name][2] if name in STEPS else [
                 {"send": {"id": "st0", "type": "get_state"}},
                 {"wait": {"type": "response", "id": "st0"}},
                 {"send": {"id": "p1", "type": "prompt", "message": "Run echo"}},
