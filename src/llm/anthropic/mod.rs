@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::convert::normalize_tool_call_ids;
 use super::drive::{effective_thinking_level, Flow, WireApi};
 use super::http::HttpRequest;
-use super::model::{Model, ModelCost};
+use super::model::Model;
 use super::request::json_request;
 use super::sse::SseEvent;
 use super::stream::{
@@ -20,12 +20,13 @@ use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
     StopReason, StreamOptions, ToolSpec,
 };
-use serde::Deserialize;
 
+mod compat;
 mod events;
 mod messages;
 mod request;
 
+use self::compat::*;
 use self::messages::*;
 use self::request::*;
 
@@ -73,79 +74,6 @@ const ABORT_TEXTS: AbortTexts = AbortTexts {
     before_response: "Request aborted",
     streaming: "This operation was aborted",
 };
-
-/// Compat switches of `model.compat` that this adapter reads (providers.md §6.4).
-#[derive(Clone, Debug, PartialEq)]
-pub struct AnthropicCompat {
-    pub supports_eager_tool_input_streaming: bool,
-    pub supports_long_cache_retention: bool,
-    pub supports_cache_control_on_tools: bool,
-    pub allow_empty_signature: bool,
-    pub send_session_affinity_headers: bool,
-    pub openrouter_affinity: bool,
-    pub force_adaptive_thinking: bool,
-    pub supports_strict_tools: bool,
-    /// Effort markers (`{"role":"system","output_config":…}`) before each reply.
-    pub supports_mid_convo_effort: bool,
-    pub supports_mid_convo_system_messages: bool,
-    pub supports_mid_convo_tool_changes: bool,
-    /// `allowedFallbackModels`: the server may answer with one of these.
-    pub allowed_fallback_models: Vec<FallbackModel>,
-}
-
-/// One entry of `compat.allowedFallbackModels`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FallbackModel {
-    pub provider: String,
-    pub model: String,
-    pub cost: Option<ModelCost>,
-}
-
-impl FallbackModel {
-    fn of(v: &Value) -> Option<FallbackModel> {
-        Some(FallbackModel {
-            provider: v.get("provider")?.as_str()?.to_owned(),
-            model: v.get("model")?.as_str()?.to_owned(),
-            cost: v.get("cost").and_then(|c| ModelCost::deserialize(c).ok()),
-        })
-    }
-}
-
-impl AnthropicCompat {
-    pub fn of(model: &Model) -> AnthropicCompat {
-        let is_openrouter =
-            model.provider == "openrouter" || model.base_url.contains("openrouter.ai");
-        let b = |k: &str, d: bool| model.compat_bool(k).unwrap_or(d);
-        let format = model
-            .compat
-            .as_ref()
-            .and_then(|c| c.get("sessionAffinityFormat"))
-            .and_then(Value::as_str);
-        AnthropicCompat {
-            supports_eager_tool_input_streaming: b("supportsEagerToolInputStreaming", true),
-            supports_long_cache_retention: b("supportsLongCacheRetention", true),
-            supports_cache_control_on_tools: b("supportsCacheControlOnTools", true),
-            allow_empty_signature: b("allowEmptySignature", false),
-            send_session_affinity_headers: b("sendSessionAffinityHeaders", is_openrouter),
-            openrouter_affinity: match format {
-                Some(f) => f == "openrouter",
-                None => is_openrouter,
-            },
-            force_adaptive_thinking: b("forceAdaptiveThinking", false),
-            supports_strict_tools: b("supportsStrictTools", false),
-            supports_mid_convo_effort: b("supportsMidConvoEffort", false),
-            supports_mid_convo_system_messages: b("supportsMidConvoSystemMessages", false),
-            supports_mid_convo_tool_changes: b("supportsMidConvoToolChanges", false),
-            allowed_fallback_models: model
-                .compat
-                .as_ref()
-                .and_then(|c| c.get("allowedFallbackModels"))
-                .and_then(Value::as_array)
-                .map(|list| list.iter().filter_map(FallbackModel::of).collect())
-                .unwrap_or_default(),
-        }
-    }
-}
 
 /// The Anthropic Messages API as `drive` runs it. `Start` waits for `message_start` (or any
 /// other message event) rather than the response headers.
