@@ -364,3 +364,48 @@ fn missing_api_key_is_reported() {
         Some("No API key for provider: mock")
     );
 }
+
+/// A model with mid-conversation effort (pi's claude-opus-5-5 compat): the reply records the
+/// effort it was asked for as `providerThinkingLevel` (right after `timestamp`, from the
+/// partial on, and on an error reply too), the stored field survives a round trip, and the
+/// next request marks that reply's turn with it.
+#[test]
+fn managed_effort_reply_carries_provider_thinking_level() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "text", "text": "Hi."}], "usage": {"input": 10, "output": 2}},
+        {"status": 400, "error_type": "invalid_request_error", "error_message": "bad thing"}
+    ]}));
+    let mut m = model(&mock.base_url());
+    m.thinking_level_map = json!({"off": null, "minimal": null, "low": "low", "medium": "medium",
+        "high": "high", "xhigh": "xhigh", "max": "max"})
+    .as_object()
+    .cloned();
+    m.compat = json!({"forceAdaptiveThinking": true, "supportsMidConvoEffort": true})
+        .as_object()
+        .cloned();
+    let mut o = opts();
+    o.thinking_level = ThinkingLevel::High;
+    let (msg, updates) = run(&m, &ctx(vec![user("hi")]), &o, &CancelToken::new());
+    assert_eq!(msg.provider_thinking_level.as_deref(), Some("high"));
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(
+        keys(&updates[0]["start"])[7..9],
+        ["timestamp".to_string(), "providerThinkingLevel".to_string()]
+    );
+    let stored = msg.to_value();
+    assert_eq!(stored["providerThinkingLevel"], "high");
+    let back = AssistantMessage::from_value(&stored).unwrap();
+    assert_eq!(back.provider_thinking_level.as_deref(), Some("high"));
+
+    o.thinking_level = ThinkingLevel::Low;
+    let c = ctx(vec![user("hi"), LlmMessage::Assistant(back), user("again")]);
+    let (err, _) = run(&m, &c, &o, &CancelToken::new());
+    assert_eq!(err.stop_reason, StopReason::Error);
+    assert_eq!(err.provider_thinking_level.as_deref(), Some("low"));
+    let reqs = mock.requests();
+    let marker = |e: &str| json!({"role":"system","content":[],"output_config":{"effort":e}});
+    assert_eq!(reqs[0]["body"]["messages"][1], marker("high"));
+    assert_eq!(reqs[1]["body"]["messages"][1], marker("high"));
+    assert_eq!(reqs[1]["body"]["messages"][4], marker("low"));
+    assert_eq!(reqs[1]["body"]["output_config"], json!({"effort": "low"}));
+}
