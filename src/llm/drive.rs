@@ -78,6 +78,20 @@ pub(crate) trait WireApi<'a>: Sized {
     /// on an error reply too).
     fn prepare(&self, _out: &mut StreamedMessage<'_>) {}
 
+    /// After an HTTP error status (`message` is [`WireApi::http_error`]'s text): a request to
+    /// send instead, built again by the adapter (pi's Anthropic strict-tools downgrade), or
+    /// `None` to fail with `message`.
+    fn resend(
+        &mut self,
+        _opts: &StreamOptions,
+        _status: u16,
+        _body: &str,
+        _message: &str,
+        _out: &mut StreamedMessage<'_>,
+    ) -> Option<Result<HttpRequest, Failure>> {
+        None
+    }
+
     /// The abort texts once the state exists (they may depend on what was seen).
     fn abort_texts(&self) -> AbortTexts {
         Self::ABORT_TEXTS
@@ -126,9 +140,23 @@ fn exchange<'a, W: WireApi<'a>>(
     let (request, built) = W::request(model, ctx, opts)?;
     let state = state.insert(built);
     state.prepare(out);
-    let response = post_streaming(request, cancel, out, |status, content_type, body| {
-        W::http_error(model, status, content_type, body)
-    })?;
+    let mut request = request;
+    let response = loop {
+        let mut rejected: Option<(u16, String)> = None;
+        let sent = post_streaming(request, cancel, out, |status, content_type, body| {
+            rejected = Some((status, body.to_owned()));
+            W::http_error(model, status, content_type, body)
+        });
+        match (sent, rejected) {
+            (Err(Failure::Error(message)), Some((status, body))) => {
+                match state.resend(opts, status, &body, &message, out) {
+                    Some(next) => request = next?,
+                    None => return Err(Failure::Error(message)),
+                }
+            }
+            (sent, _) => break sent?,
+        }
+    };
     if W::START_ON_HEADERS {
         out.start();
     }

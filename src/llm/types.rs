@@ -275,6 +275,9 @@ pub struct AssistantMessage {
     /// The effort an Anthropic model with mid-conversation effort was asked for
     /// (`providerThinkingLevel`); the next requests mark this message's turn with it.
     pub provider_thinking_level: Option<String>,
+    /// pi's `diagnostics`: what the provider adapter did about a rejected request (e.g. the
+    /// Anthropic strict-tools downgrade), as pi records it.
+    pub diagnostics: Vec<Value>,
     /// The aborted turn synthesized after an aborted tool batch: `errorMessage` is written right
     /// after `stopReason`. Not serialized itself.
     pub synthetic: bool,
@@ -334,6 +337,11 @@ impl AssistantMessage {
                 .and_then(Value::as_str)
                 .and_then(ThinkingLevel::parse),
             provider_thinking_level: s("providerThinkingLevel"),
+            diagnostics: o
+                .get("diagnostics")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
             synthetic: false,
         })
     }
@@ -375,6 +383,9 @@ impl Serialize for AssistantMessage {
         m.serialize_entry("timestamp", &self.timestamp)?;
         if let Some(v) = &self.provider_thinking_level {
             m.serialize_entry("providerThinkingLevel", v)?;
+        }
+        if !self.diagnostics.is_empty() {
+            m.serialize_entry("diagnostics", &self.diagnostics)?;
         }
         if let Some(v) = &self.response_id {
             m.serialize_entry("responseId", v)?;

@@ -409,3 +409,54 @@ fn managed_effort_reply_carries_provider_thinking_level() {
     assert_eq!(reqs[1]["body"]["messages"][4], marker("low"));
     assert_eq!(reqs[1]["body"]["output_config"], json!({"effort": "low"}));
 }
+
+/// pi's strict-tools downgrade: Claude's 400 for too many strict tools is answered by sending
+/// the request again with the preferred-strict tools non-strict (one
+/// `anthropic_strict_tools_fallback` diagnostic on the reply); the session's later requests
+/// start non-strict. Another 400, or a request without preferred-strict tools, is not resent.
+#[test]
+fn strict_tool_limits_downgrade_and_remember_the_session() {
+    let limit = json!({"status": 400, "error_type": "invalid_request_error",
+        "error_message": "Too many strict tools (21 > 20)"});
+    let ok = json!({"blocks": [{"type": "text", "text": "ok"}]});
+    let mock = MockLlm::start(json!({"replies": [
+        limit, ok, ok,
+        {"status": 400, "error_type": "invalid_request_error", "error_message": "bad thing"},
+        limit
+    ]}));
+    let mut m = model(&mock.base_url());
+    m.compat = json!({"supportsStrictTools": true}).as_object().cloned();
+    let mut c = ctx(vec![user("hi")]);
+    c.tools[0].strict_prefer = true;
+    let mut o = opts();
+    o.session_id = Some("strict-limits-integration".into());
+    let (msg, _) = run(&m, &c, &o, &CancelToken::new());
+    assert_eq!(msg.stop_reason, StopReason::Stop);
+    assert_eq!(msg.diagnostics.len(), 1);
+    assert_eq!(
+        msg.diagnostics[0]["details"],
+        json!({"reason": "strict_tool_limits_exceeded"})
+    );
+    assert_eq!(
+        msg.diagnostics[0]["type"],
+        "anthropic_strict_tools_fallback"
+    );
+    let (msg2, _) = run(&m, &c, &o, &CancelToken::new());
+    assert!(msg2.diagnostics.is_empty());
+    let reqs = mock.requests();
+    let strict = |i: usize| reqs[i]["body"]["tools"][0].get("strict").cloned();
+    assert_eq!(strict(0), Some(json!(true)));
+    assert_eq!(strict(1), None);
+    assert_eq!(strict(2), None);
+
+    // Another session: a 400 that is not about the limits fails at once.
+    o.session_id = Some("strict-limits-integration-2".into());
+    let (err, _) = run(&m, &c, &o, &CancelToken::new());
+    assert_eq!(err.stop_reason, StopReason::Error);
+    // No preferred-strict tool: the limit error is not retried either.
+    c.tools[0].strict_prefer = false;
+    let (err, _) = run(&m, &c, &o, &CancelToken::new());
+    assert_eq!(err.stop_reason, StopReason::Error);
+    assert!(err.diagnostics.is_empty());
+    assert_eq!(mock.requests().len(), 5);
+}

@@ -20,6 +20,10 @@ pub struct StreamState<'m> {
     pub(super) saw_stop: bool,
     /// The request's managed effort, recorded on the reply before it is sent.
     pub(super) provider_thinking_level: Option<String>,
+    /// The request's context (rebuilt for the strict-tools downgrade).
+    pub(super) ctx: Option<&'m LlmContext>,
+    /// The request sent preferred-strict tools strict and may be downgraded once.
+    pub(super) may_downgrade_strict: bool,
     /// The model whose prices apply: a fallback model with its own cost when one answered.
     usage_model: Option<Model>,
 }
@@ -50,6 +54,8 @@ impl<'m> StreamState<'m> {
             saw_start: false,
             saw_stop: false,
             provider_thinking_level: None,
+            ctx: None,
+            may_downgrade_strict: false,
             usage_model: None,
         }
     }

@@ -288,6 +288,7 @@ pub(super) fn convert_tools(
     eager: bool,
     strict_tools: bool,
     cache: Option<&Value>,
+    disable_preferred_strict: bool,
 ) -> Vec<Value> {
     let n = tools.len();
     let rule = Some(strict_schema::anthropic_unsupported as strict_schema::UnsupportedKeyword);
@@ -295,7 +296,11 @@ pub(super) fn convert_tools(
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let strict = strict_schema::strict_sampling(t, strict_tools, rule);
+            let strict = if disable_preferred_strict && t.strict_prefer {
+                None
+            } else {
+                strict_schema::strict_sampling(t, strict_tools, rule)
+            };
             let parameters = strict_schema::parameters(t, strict, rule);
             let schema = &parameters;
             // A strict tool sends its whole strict-form schema (with the legacy keys spread

@@ -25,10 +25,12 @@ mod compat;
 mod events;
 mod messages;
 mod request;
+mod strict_limits;
 
 use self::compat::*;
 use self::messages::*;
 use self::request::*;
+use self::strict_limits::*;
 
 pub use self::events::StreamState;
 pub use self::request::build_request;
@@ -91,7 +93,49 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
         let mut state = StreamState::new(model, req.oauth, &ctx.tools);
         state.provider_thinking_level = req.provider_thinking_level;
+        state.ctx = Some(ctx);
+        state.may_downgrade_strict =
+            req.has_preferred_strict_tools && !req.disabled_preferred_strict;
         Ok((request, state))
+    }
+
+    /// pi: a 400 `invalid_request_error` saying the strict tools exceed Claude's limits is
+    /// sent once more with the preferred-strict tools non-strict; the session is remembered and
+    /// the reply records an `anthropic_strict_tools_fallback` diagnostic.
+    fn resend(
+        &mut self,
+        opts: &StreamOptions,
+        status: u16,
+        body: &str,
+        message: &str,
+        out: &mut StreamedMessage<'_>,
+    ) -> Option<Result<HttpRequest, Failure>> {
+        let error_type = parse_error_body(body)
+            .and_then(|b| b.get("error")?.get("type")?.as_str().map(str::to_owned));
+        if !self.may_downgrade_strict
+            || status != 400
+            || error_type.as_deref() != Some("invalid_request_error")
+            || !is_strict_tool_limit_error_message(message)
+        {
+            return None;
+        }
+        let ctx = self.ctx?;
+        self.may_downgrade_strict = false;
+        mark_strict_tool_limits_exceeded(opts.session_id.as_deref());
+        out.msg.diagnostics.push(json!({
+            "type": "anthropic_strict_tools_fallback",
+            "timestamp": crate::util::now_ms(),
+            "error": {"message": message},
+            "details": {"reason": "strict_tool_limits_exceeded"}
+        }));
+        Some(
+            build_request_with(self.model, ctx, opts, true)
+                .map_err(Failure::Error)
+                .and_then(|req| {
+                    self.oauth = req.oauth;
+                    json_request(req.url, req.headers, &req.body, opts.idle_timeout)
+                }),
+        )
     }
 
     fn prepare(&self, out: &mut StreamedMessage<'_>) {

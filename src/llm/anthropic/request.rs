@@ -14,6 +14,10 @@ pub struct BuiltRequest {
     /// The managed effort (models with mid-conversation effort): the reply's
     /// `providerThinkingLevel`.
     pub provider_thinking_level: Option<String>,
+    /// Some tool that only prefers strict sampling was sent strict.
+    pub has_preferred_strict_tools: bool,
+    /// Built with the preferred-strict tools sent non-strict.
+    pub disabled_preferred_strict: bool,
 }
 
 fn is_oauth_token(key: &str) -> bool {
@@ -250,6 +254,18 @@ pub fn build_request(
     ctx: &LlmContext,
     opts: &StreamOptions,
 ) -> Result<BuiltRequest, String> {
+    let disable = has_exceeded_strict_tool_limits(opts.session_id.as_deref());
+    build_request_with(model, ctx, opts, disable)
+}
+
+/// [`build_request`], with the tools that prefer strict sampling sent non-strict when
+/// `disable_preferred_strict` (after Claude rejected the strict tools for its limits).
+pub(super) fn build_request_with(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    disable_preferred_strict: bool,
+) -> Result<BuiltRequest, String> {
     let api_key = opts.api_key.as_deref().filter(|k| !k.is_empty());
     let mh = model_headers(model);
     let has_auth_header = ["authorization", "x-api-key", "cf-aig-authorization"]
@@ -311,6 +327,7 @@ pub fn build_request(
             Value::Array(vec![system_block(&ctx.system_prompt)]),
         );
     }
+    let mut has_preferred_strict_tools = false;
     if !ctx.tools.is_empty() {
         let tool_cache = if compat.supports_cache_control_on_tools {
             cache.as_ref()
@@ -323,7 +340,12 @@ pub fn build_request(
             compat.supports_eager_tool_input_streaming,
             compat.supports_strict_tools,
             tool_cache,
+            disable_preferred_strict,
         );
+        has_preferred_strict_tools = tools
+            .iter()
+            .zip(&ctx.tools)
+            .any(|(sent, spec)| sent["strict"] == true && spec.strict_prefer);
         if native_tool_changes {
             tools.push(deferred_tool_placeholder());
         }
@@ -405,6 +427,8 @@ pub fn build_request(
         body: Value::Object(body),
         oauth,
         provider_thinking_level: plan.managed_effort,
+        has_preferred_strict_tools,
+        disabled_preferred_strict: disable_preferred_strict,
     })
 }
 

@@ -63,6 +63,24 @@ STEPS = {
         {"send": {"id": "m1", "type": "get_messages"}},
         {"wait": {"type": "response", "id": "m1"}},
     ]),
+    # Claude rejects the strict tools for its limits: the request is sent again with the
+    # preferred-strict tools non-strict (a diagnostic on the reply), and the session's next
+    # prompt starts that way.
+    "prov_x_anthropic_strict_limits": ("anthropic", "claude-opus-5-5", [
+        {"send": {"id": "p1", "type": "prompt", "message": "Run echo"}},
+        {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+        {"send": {"id": "p2", "type": "prompt", "message": "Now just answer"}},
+        {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+        {"send": {"id": "m1", "type": "get_messages"}},
+        {"wait": {"type": "response", "id": "m1"}},
+    ]),
+}
+# Replies put before the usual ones, by scenario.
+FIRST_REPLIES = {
+    "prov_x_anthropic_strict_limits": [
+        {"status": 400, "error_type": "invalid_request_error",
+         "error_message": "Too many strict tools (21 > 20)"},
+    ],
 }
 
 ENV = {
@@ -107,7 +125,7 @@ def main():
             "model": pick["id"],
             "extra_providers": {p["id"]: {"baseUrl": "{{MOCK_BASE_URL}}", "apiKey": "test-key"}},
             "env": ENV.get(p["id"], {}),
-            "mock": {"replies": [
+            "mock": {"replies": FIRST_REPLIES.get(name, []) + [
                 {"blocks": [
                     {"type": "thinking", "text": "Need to run a command.", "chunk_size": 8},
                     {"type": "text", "text": "Running it.", "chunk_size": 5},
