@@ -21,6 +21,9 @@ pub struct AnthropicCompat {
     pub supports_mid_convo_effort: bool,
     pub supports_mid_convo_system_messages: bool,
     pub supports_mid_convo_tool_changes: bool,
+    /// Message threads; by default only on Anthropic's own endpoint (gateways may drop the
+    /// unknown `thread` field).
+    pub supports_message_threads: bool,
     /// `allowedFallbackModels`: the server may answer with one of these.
     pub allowed_fallback_models: Vec<FallbackModel>,
 }
@@ -68,6 +71,10 @@ impl AnthropicCompat {
             supports_mid_convo_effort: b("supportsMidConvoEffort", false),
             supports_mid_convo_system_messages: b("supportsMidConvoSystemMessages", false),
             supports_mid_convo_tool_changes: b("supportsMidConvoToolChanges", false),
+            supports_message_threads: b(
+                "supportsMessageThreads",
+                model.base_url.contains("api.anthropic.com"),
+            ),
             allowed_fallback_models: model
                 .compat
                 .as_ref()

@@ -24,6 +24,14 @@ pub struct StreamState<'m> {
     pub(super) ctx: Option<&'m LlmContext>,
     /// The request sent preferred-strict tools strict and may be downgraded once.
     pub(super) may_downgrade_strict: bool,
+    /// The thread request sent (message threads), recorded after a clean reply.
+    pub(super) thread: Option<ThreadRequest>,
+    /// A rejection about the thread may still be answered by sending again (once per send).
+    pub(super) thread_retry_available: bool,
+    /// The session whose threads go off once the request sent without `thread` succeeds.
+    pub(super) pending_thread_off: Option<String>,
+    /// Where the request went and its headers (for sending it again).
+    pub(super) target: Option<(String, Vec<(String, String)>)>,
     /// The model whose prices apply: a fallback model with its own cost when one answered.
     usage_model: Option<Model>,
 }
@@ -56,6 +64,10 @@ impl<'m> StreamState<'m> {
             provider_thinking_level: None,
             ctx: None,
             may_downgrade_strict: false,
+            thread: None,
+            thread_retry_available: false,
+            pending_thread_off: None,
+            target: None,
             usage_model: None,
         }
     }

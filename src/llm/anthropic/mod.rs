@@ -26,11 +26,13 @@ mod events;
 mod messages;
 mod request;
 mod strict_limits;
+mod threads;
 
 use self::compat::*;
 use self::messages::*;
 use self::request::*;
 use self::strict_limits::*;
+use self::threads::*;
 
 pub use self::events::StreamState;
 pub use self::request::build_request;
@@ -43,6 +45,7 @@ const SERVER_SIDE_FALLBACK_BETA: &str = "server-side-fallback-2026-07-01";
 const MID_CONVERSATION_OUTPUT_CONFIG_BETA: &str = "mid-conversation-output-config-2026-07-01";
 const THINKING_BINDING_CONTROLS_BETA: &str = "thinking-binding-controls-2026-08-01";
 const INLINE_TOOLS_BETA: &str = "inline-tools-2026-09-15";
+const MESSAGE_THREADS_BETA: &str = "message-threads-2026-08-12";
 /// The top-level effort of a model with mid-conversation effort: fixed (it is part of the
 /// cached prompt) and low, since organizations can cap effort and reject any level above it.
 const MANAGED_TOP_LEVEL_EFFORT: &str = "low";
@@ -77,6 +80,74 @@ const ABORT_TEXTS: AbortTexts = AbortTexts {
     streaming: "This operation was aborted",
 };
 
+impl StreamState<'_> {
+    /// Turns a built request into the HTTP request, as a thread request when the session
+    /// uses message threads.
+    fn send(&mut self, req: BuiltRequest, opts: &StreamOptions) -> Result<HttpRequest, Failure> {
+        self.oauth = req.oauth;
+        self.may_downgrade_strict =
+            req.has_preferred_strict_tools && !req.disabled_preferred_strict;
+        let prepared = req
+            .thread_session
+            .as_deref()
+            .and_then(|sid| threads::prepare(self.model, sid, &req.body, &req.betas));
+        let (body, thread) = match prepared {
+            Some((thread, body)) => (body, Some(thread)),
+            None => (req.body, None),
+        };
+        self.thread = thread;
+        self.thread_retry_available = true;
+        self.target = Some((req.url.clone(), req.headers.clone()));
+        json_request(req.url, req.headers, &body, opts.idle_timeout)
+    }
+
+    /// pi's `sendThreadRequest`: a rejection about the thread is sent again once in full, as
+    /// a new thread or without `thread` (threads then go off for the session), with an
+    /// `anthropic_thread_fallback` diagnostic.
+    fn thread_fallback(
+        &mut self,
+        opts: &StreamOptions,
+        status: u16,
+        body: &str,
+        message: &str,
+        out: &mut StreamedMessage<'_>,
+    ) -> Option<Result<HttpRequest, Failure>> {
+        if !self.thread_retry_available {
+            return None;
+        }
+        let thread = self.thread.clone()?;
+        let fallback = threads::fallback_for(status, body, message)?;
+        self.thread_retry_available = false;
+        let (url, headers) = self.target.clone()?;
+        let (reason, next_body) = match fallback {
+            ThreadFallback::NewThread { reason } => {
+                let next = threads::create_body(&thread.params);
+                self.thread = Some(thread);
+                (reason, next)
+            }
+            ThreadFallback::NoThread { reason } => {
+                self.pending_thread_off = Some(thread.session_id.clone());
+                self.thread = None;
+                (reason, thread.params)
+            }
+        };
+        out.msg.diagnostics.push(json!({
+            "type": "anthropic_thread_fallback",
+            "timestamp": crate::util::now_ms(),
+            "error": {"message": message},
+            "details": {"reason": reason}
+        }));
+        Some(json_request(url, headers, &next_body, opts.idle_timeout))
+    }
+
+    /// The request without `thread` was accepted: threads go off for the session.
+    fn threads_off_after_success(&mut self) {
+        if let Some(sid) = self.pending_thread_off.take() {
+            threads::set_thread_state(&sid, ThreadState::Off);
+        }
+    }
+}
+
 /// The Anthropic Messages API as `drive` runs it. `Start` waits for `message_start` (or any
 /// other message event) rather than the response headers.
 impl<'a> WireApi<'a> for StreamState<'a> {
@@ -90,12 +161,10 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         opts: &StreamOptions,
     ) -> Result<(HttpRequest, Self), Failure> {
         let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
-        let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
         let mut state = StreamState::new(model, req.oauth, &ctx.tools);
-        state.provider_thinking_level = req.provider_thinking_level;
+        state.provider_thinking_level = req.provider_thinking_level.clone();
         state.ctx = Some(ctx);
-        state.may_downgrade_strict =
-            req.has_preferred_strict_tools && !req.disabled_preferred_strict;
+        let request = state.send(req, opts)?;
         Ok((request, state))
     }
 
@@ -110,6 +179,9 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         message: &str,
         out: &mut StreamedMessage<'_>,
     ) -> Option<Result<HttpRequest, Failure>> {
+        if let Some(request) = self.thread_fallback(opts, status, body, message, out) {
+            return Some(request);
+        }
         let error_type = parse_error_body(body)
             .and_then(|b| b.get("error")?.get("type")?.as_str().map(str::to_owned));
         if !self.may_downgrade_strict
@@ -131,10 +203,7 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         Some(
             build_request_with(self.model, ctx, opts, true)
                 .map_err(Failure::Error)
-                .and_then(|req| {
-                    self.oauth = req.oauth;
-                    json_request(req.url, req.headers, &req.body, opts.idle_timeout)
-                }),
+                .and_then(|req| self.send(req, opts)),
         )
     }
 
@@ -154,6 +223,7 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         event: &SseEvent,
         out: &mut StreamedMessage<'_>,
     ) -> Result<Flow, Failure> {
+        self.threads_off_after_success();
         self.handle(event.event.as_deref(), &event.data, out)?;
         Ok(Flow::Continue)
     }
@@ -164,6 +234,7 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         out: &mut StreamedMessage<'_>,
     ) -> Result<(), Failure> {
         read?;
+        self.threads_off_after_success();
         if self.saw_start && !self.saw_stop {
             return Err(Failure::Error(
                 "Anthropic stream ended before message_stop".into(),
@@ -179,7 +250,12 @@ impl<'a> WireApi<'a> for StreamState<'a> {
                     .clone()
                     .unwrap_or_else(|| "An unknown error occurred".into()),
             )),
-            _ => Ok(()),
+            _ => {
+                if let Some(thread) = &self.thread {
+                    threads::record_reply(self.model, thread, &out.msg, self.oauth);
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -18,6 +18,10 @@ pub struct BuiltRequest {
     pub has_preferred_strict_tools: bool,
     /// Built with the preferred-strict tools sent non-strict.
     pub disabled_preferred_strict: bool,
+    /// The computed beta list (part of a thread's fixed settings).
+    pub betas: Vec<String>,
+    /// The session whose requests use message threads, if they apply.
+    pub thread_session: Option<String>,
 }
 
 fn is_oauth_token(key: &str) -> bool {
@@ -189,6 +193,8 @@ pub(super) struct BetaFlags {
     pub interleaved: bool,
     /// The tool list is fixed with a deferred placeholder (native tool changes).
     pub native_tool_changes: bool,
+    /// The session's requests use message threads.
+    pub message_threads: bool,
 }
 
 /// The beta list: an explicit `anthropic-beta` header replaces the computed one.
@@ -231,6 +237,9 @@ pub(super) fn betas(model: &Model, opts: &StreamOptions, flags: BetaFlags) -> Ve
     }
     if flags.native_tool_changes {
         add(INLINE_TOOLS_BETA);
+    }
+    if flags.message_threads {
+        add(MESSAGE_THREADS_BETA);
     }
     out
 }
@@ -281,6 +290,10 @@ pub(super) fn build_request_with(
     // Native tool changes (pi): the request's tool list stays fixed, anchored by at least one
     // real tool and followed by the deferred placeholder. pi-rpc's tools never change within a
     // context, so the current tools are the initial ones.
+    // Message threads: for a session that caches (pi's cacheSessionId).
+    let thread_session = opts.session_id.clone().filter(|_| {
+        compat.supports_message_threads && opts.cache_retention != CacheRetention::None
+    });
     let native_tool_changes = compat.supports_mid_convo_system_messages
         && compat.supports_mid_convo_tool_changes
         && !ctx.tools.is_empty();
@@ -374,6 +387,7 @@ pub(super) fn build_request_with(
             has_tools: !ctx.tools.is_empty(),
             interleaved: plan.interleaved_beta,
             native_tool_changes,
+            message_threads: thread_session.is_some(),
         },
     );
     let mut headers: Vec<(String, String)> = Vec::new();
@@ -429,6 +443,8 @@ pub(super) fn build_request_with(
         provider_thinking_level: plan.managed_effort,
         has_preferred_strict_tools,
         disabled_preferred_strict: disable_preferred_strict,
+        betas,
+        thread_session,
     })
 }
 

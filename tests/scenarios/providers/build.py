@@ -75,6 +75,24 @@ STEPS = {
         {"wait": {"type": "response", "id": "m1"}},
     ]),
 }
+DEFAULT_STEPS = [
+    {"send": {"id": "st0", "type": "get_state"}},
+    {"wait": {"type": "response", "id": "st0"}},
+    {"send": {"id": "p1", "type": "prompt", "message": "Run echo"}},
+    {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+    {"send": {"id": "t0", "type": "set_thinking_level", "level": "off"}},
+    {"wait": {"type": "response", "id": "t0"}},
+    {"send": {"id": "p2", "type": "prompt", "message": "Now just answer"}},
+    {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+]
+# Message threads (a `thread` create, then continues), which pi uses by default only on
+# api.anthropic.com: switched on for the mock through a models.json override.
+STEPS["prov_x_anthropic_threads"] = ("anthropic", "claude-opus-5-5", DEFAULT_STEPS)
+PROVIDER_FIELDS = {
+    "prov_x_anthropic_threads": {
+        "modelOverrides": {"claude-opus-5-5": {"compat": {"supportsMessageThreads": True}}},
+    },
+}
 # Replies put before the usual ones, by scenario.
 FIRST_REPLIES = {
     "prov_x_anthropic_strict_limits": [
@@ -123,7 +141,8 @@ def main():
             "session": "none",
             "provider": p["id"],
             "model": pick["id"],
-            "extra_providers": {p["id"]: {"baseUrl": "{{MOCK_BASE_URL}}", "apiKey": "test-key"}},
+            "extra_providers": {p["id"]: {"baseUrl": "{{MOCK_BASE_URL}}", "apiKey": "test-key",
+                                          **PROVIDER_FIELDS.get(name, {})}},
             "env": ENV.get(p["id"], {}),
             "mock": {"replies": FIRST_REPLIES.get(name, []) + [
                 {"blocks": [
