@@ -88,11 +88,22 @@ DEFAULT_STEPS = [
 # Message threads (a `thread` create, then continues), which pi uses by default only on
 # api.anthropic.com: switched on for the mock through a models.json override.
 STEPS["prov_x_anthropic_threads"] = ("anthropic", "claude-opus-5-5", DEFAULT_STEPS)
+# Thread rejections: the continue of the tool result is answered "thread_not_found" (sent
+# again as a new thread), the second prompt's continue is rejected without a code for the
+# unknown field (sent again without thread; threads off for the session).
+STEPS["prov_x_anthropic_threads_fallback"] = ("anthropic", "claude-opus-5-5", DEFAULT_STEPS)
+THREADS_ON = {"modelOverrides": {"claude-opus-5-5": {"compat": {"supportsMessageThreads": True}}}}
 PROVIDER_FIELDS = {
-    "prov_x_anthropic_threads": {
-        "modelOverrides": {"claude-opus-5-5": {"compat": {"supportsMessageThreads": True}}},
-    },
+    "prov_x_anthropic_threads": THREADS_ON,
+    "prov_x_anthropic_threads_fallback": THREADS_ON,
 }
+THREAD_NOT_FOUND = {"status": 404, "raw_error_body": json.dumps({
+    "type": "error", "error": {"type": "not_found_error", "message": "thread not found",
+                               "details": {"error_code": "thread_not_found"}}})}
+THREAD_UNKNOWN = {"status": 400, "error_type": "invalid_request_error",
+                  "error_message": "thread: Extra inputs are not permitted"}
+BEFORE_SECOND = {"prov_x_anthropic_threads_fallback": [THREAD_NOT_FOUND]}
+BEFORE_THIRD = {"prov_x_anthropic_threads_fallback": [THREAD_UNKNOWN]}
 # Replies put before the usual ones, by scenario.
 FIRST_REPLIES = {
     "prov_x_anthropic_strict_limits": [
@@ -151,8 +162,10 @@ def main():
                     {"type": "tool_call", "id": "call_x_01", "name": "bash",
                      "input": {"command": "echo from-provider"}, "chunk_size": 12}],
                  "usage": {"input": 300, "output": 25, "cache_read": 100}},
+            ] + BEFORE_SECOND.get(name, []) + [
                 {"blocks": [{"type": "text", "text": "It printed from-provider."}],
                  "usage": {"input": 350, "output": 9}},
+            ] + BEFORE_THIRD.get(name, []) + [
                 {"blocks": [{"type": "text", "text": "Plain answer."}],
                  "usage": {"input": 400, "output": 3}},
             ]},
