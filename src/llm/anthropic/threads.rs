@@ -264,3 +264,105 @@ pub(super) fn record_reply(
         },
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::*;
+    use super::*;
+
+    fn params(messages: Value) -> Value {
+        json!({"model": "m", "messages": messages, "max_tokens": 10, "stream": true,
+               "system": [{"type": "text", "text": "S"}], "tools": [{"name": "t"}],
+               "thinking": {"type": "adaptive"}})
+    }
+
+    /// Create, then continue after a recorded reply (only the new messages, no system or
+    /// tools, `thread` last), once; a changed setting or history creates a new thread; off
+    /// sends no thread.
+    #[test]
+    fn create_continue_once_and_off() {
+        let model = mock_sonnet();
+        let betas = vec!["b".to_string()];
+        let sid = "threads-unit-a";
+        let first = params(
+            json!([{"role": "user", "content": [{"type": "text", "text": "hi",
+            "cache_control": {"type": "ephemeral"}}]}]),
+        );
+        let (thread, body) = prepare(&model, sid, &first, &betas).unwrap();
+        assert_eq!(body["thread"], json!({"type": "create"}));
+        let reply = AssistantMessage {
+            content: vec![ContentBlock::text("hello")],
+            response_id: Some("msg_1".into()),
+            ..AssistantMessage::default()
+        };
+        record_reply(&model, &thread, &reply, false);
+
+        // The same history (the cache marker moved, string content): continued.
+        let next = params(json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+            {"role": "user", "content": [{"type": "text", "text": "more"}]}
+        ]));
+        let (_, body) = prepare(&model, sid, &next, &betas).unwrap();
+        assert_eq!(
+            body,
+            json!({"model": "m",
+                   "messages": [{"role": "user", "content": [{"type": "text", "text": "more"}]}],
+                   "max_tokens": 10, "stream": true, "thinking": {"type": "adaptive"},
+                   "thread": {"type": "continue", "previous_message_id": "msg_1"}})
+        );
+        // Each reply is continued once.
+        let (_, body) = prepare(&model, sid, &next, &betas).unwrap();
+        assert_eq!(body["thread"], json!({"type": "create"}));
+
+        // Another beta list (a fixed setting) does not continue.
+        let (thread, _) = prepare(&model, sid, &first, &betas).unwrap();
+        record_reply(&model, &thread, &reply, false);
+        let (_, body) = prepare(&model, sid, &next, &[]).unwrap();
+        assert_eq!(body["thread"], json!({"type": "create"}));
+        // (The recorded reply is still there for the unchanged settings.)
+        let (_, body) = prepare(&model, sid, &next, &betas).unwrap();
+        assert_eq!(body["thread"]["type"], "continue");
+
+        // A reply from a fallback model is not recorded; off sends no thread.
+        let fallback = AssistantMessage {
+            response_model: Some("other".into()),
+            ..reply.clone()
+        };
+        record_reply(&model, &thread, &fallback, false);
+        let (_, body) = prepare(&model, sid, &next, &betas).unwrap();
+        assert_eq!(body["thread"], json!({"type": "create"}));
+        set_thread_state(sid, ThreadState::Off);
+        assert!(prepare(&model, sid, &next, &betas).is_none());
+    }
+
+    #[test]
+    fn fallbacks_for_rejections() {
+        let coded = |code: &str| {
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": "x",
+                   "details": {"error_code": code}}})
+            .to_string()
+        };
+        assert_eq!(
+            fallback_for(404, &coded("thread_not_found"), "404 x"),
+            Some(ThreadFallback::NewThread {
+                reason: "thread_not_found".into()
+            })
+        );
+        assert_eq!(
+            fallback_for(400, &coded("thread_unsupported_request"), "400 x"),
+            Some(ThreadFallback::NoThread {
+                reason: "thread_unsupported_request".into()
+            })
+        );
+        assert_eq!(
+            fallback_for(400, "{}", "400 thread: Extra inputs are not permitted"),
+            Some(ThreadFallback::NoThread {
+                reason: "400".into()
+            })
+        );
+        assert_eq!(fallback_for(400, &coded("other"), "400 thread"), None);
+        assert_eq!(fallback_for(429, "{}", "429 thread"), None);
+        assert_eq!(fallback_for(400, "{}", "400 Too many strict tools ("), None);
+    }
+}
