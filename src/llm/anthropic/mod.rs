@@ -22,6 +22,7 @@ use super::types::{
 };
 
 mod compat;
+mod effort;
 mod events;
 mod messages;
 mod request;
@@ -29,6 +30,7 @@ mod strict_limits;
 mod threads;
 
 use self::compat::*;
+use self::effort::*;
 use self::messages::*;
 use self::request::*;
 use self::strict_limits::*;
