@@ -278,6 +278,9 @@ pub struct AssistantMessage {
     /// pi's `diagnostics`: what the provider adapter did about a rejected request (e.g. the
     /// Anthropic strict-tools downgrade), as pi records it.
     pub diagnostics: Vec<Value>,
+    /// The first diagnostic came after the reply streamed: pi's `diagnostics` key then
+    /// follows `rawStopReason` / `errorMessage` instead of `providerThinkingLevel`.
+    pub diagnostics_after_reply: bool,
     /// The aborted turn synthesized after an aborted tool batch: `errorMessage` is written right
     /// after `stopReason`. Not serialized itself.
     pub synthetic: bool,
@@ -342,6 +345,14 @@ impl AssistantMessage {
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default(),
+            diagnostics_after_reply: {
+                let at = |k: &str| o.keys().position(|x| x == k);
+                at("diagnostics").is_some_and(|d| {
+                    ["responseId", "responseModel", "rawStopReason"]
+                        .iter()
+                        .any(|k| at(k).is_some_and(|p| p < d))
+                })
+            },
             synthetic: false,
         })
     }
@@ -384,7 +395,7 @@ impl Serialize for AssistantMessage {
         if let Some(v) = &self.provider_thinking_level {
             m.serialize_entry("providerThinkingLevel", v)?;
         }
-        if !self.diagnostics.is_empty() {
+        if !self.diagnostics.is_empty() && !self.diagnostics_after_reply {
             m.serialize_entry("diagnostics", &self.diagnostics)?;
         }
         if let Some(v) = &self.response_id {
@@ -400,6 +411,9 @@ impl Serialize for AssistantMessage {
             if let Some(e) = &self.error_message {
                 m.serialize_entry("errorMessage", e)?;
             }
+        }
+        if !self.diagnostics.is_empty() && self.diagnostics_after_reply {
+            m.serialize_entry("diagnostics", &self.diagnostics)?;
         }
         if let Some(v) = &self.duration_ms {
             m.serialize_entry("durationMs", v)?;

@@ -412,4 +412,61 @@ mod tests {
             .unwrap();
         assert_eq!(out.msg.usage.cost.input, 3.0);
     }
+
+    /// Input transformations the server reported become a diagnostic on the clean reply, and
+    /// the `diagnostics` key then follows `rawStopReason` (as pi appends it), also after a
+    /// stored round trip.
+    #[test]
+    fn input_transformations_diagnostic() {
+        let model = mock_sonnet();
+        let tools: Vec<ToolSpec> = Vec::new();
+        let mut cb = |_: StreamUpdate<'_>| {};
+        let mut out = StreamedMessage::new(&model, &mut cb);
+        let mut st = StreamState::new(&model, false, &tools);
+        let events = [
+            (
+                "message_start",
+                json!({"type":"message_start","message":{"id":"m","model":"mock-sonnet",
+                "usage":{"input_tokens":1,"output_tokens":0},
+                "input_transformations":[{"type":"first"}]}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":"ok"}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type":"content_block_stop","index":0}),
+            ),
+            (
+                "message_delta",
+                json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},
+                "usage":{"output_tokens":1},
+                "input_transformations":[{"type":"image_resized","path":"messages.0","reason":null}]}),
+            ),
+            ("message_stop", json!({"type":"message_stop"})),
+        ];
+        for (name, data) in events {
+            st.handle(Some(name), &data.to_string(), &mut out).unwrap();
+        }
+        WireApi::end(&mut st, Ok(()), &mut out).unwrap();
+        let mut v = out.msg.to_value();
+        assert_eq!(
+            v["diagnostics"][0]["details"],
+            json!({"transformations": [{"type": "image_resized", "path": "messages.0"}]})
+        );
+        assert_eq!(
+            v["diagnostics"][0]["type"],
+            "anthropic_input_transformations"
+        );
+        let keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys[keys.len() - 2..], ["rawStopReason", "diagnostics"]);
+        let back = AssistantMessage::from_value(&v).unwrap();
+        assert!(back.diagnostics_after_reply);
+        v["timestamp"] = json!(0);
+        assert_eq!(
+            AssistantMessage::from_value(&v).unwrap().to_value()["diagnostics"],
+            v["diagnostics"]
+        );
+    }
 }

@@ -32,6 +32,8 @@ pub struct StreamState<'m> {
     pub(super) pending_thread_off: Option<String>,
     /// Where the request went and its headers (for sending it again).
     pub(super) target: Option<(String, Vec<(String, String)>)>,
+    /// The last `input_transformations` the server reported (message_start / message_delta).
+    pub(super) input_transformations: Option<Vec<Value>>,
     /// The model whose prices apply: a fallback model with its own cost when one answered.
     usage_model: Option<Model>,
 }
@@ -68,6 +70,7 @@ impl<'m> StreamState<'m> {
             thread_retry_available: false,
             pending_thread_off: None,
             target: None,
+            input_transformations: None,
             usage_model: None,
         }
     }
@@ -89,6 +92,39 @@ impl<'m> StreamState<'m> {
         usage_model.id = rm.to_owned();
         usage_model.cost = cost;
         Some(usage_model)
+    }
+
+    /// pi: the input transformations the server reported become an
+    /// `anthropic_input_transformations` diagnostic on a clean reply (type, path and reason of
+    /// each, when present).
+    pub(super) fn record_input_transformations(&self, msg: &mut AssistantMessage) {
+        let Some(list) = self
+            .input_transformations
+            .as_ref()
+            .filter(|l| !l.is_empty())
+        else {
+            return;
+        };
+        let transformations: Vec<Value> = list
+            .iter()
+            .map(|t| {
+                let mut o = Map::new();
+                for k in ["type", "path", "reason"] {
+                    if let Some(v) = t.get(k).filter(|v| !v.is_null()) {
+                        o.insert(k.into(), v.clone());
+                    }
+                }
+                Value::Object(o)
+            })
+            .collect();
+        if msg.diagnostics.is_empty() {
+            msg.diagnostics_after_reply = true;
+        }
+        msg.diagnostics.push(json!({
+            "type": "anthropic_input_transformations",
+            "timestamp": crate::util::now_ms(),
+            "details": {"transformations": transformations}
+        }));
     }
 
     fn recompute_usage(&self, msg: &mut AssistantMessage) {
@@ -141,6 +177,9 @@ impl<'m> StreamState<'m> {
                     }
                 }
                 self.usage_model = self.fallback_usage_model(m.get("model"));
+                if let Some(Value::Array(t)) = m.get("input_transformations") {
+                    self.input_transformations = Some(t.clone());
+                }
                 let u = m.get("usage").cloned().unwrap_or(Value::Null);
                 msg.usage.input = u64_field(&u, "input_tokens").unwrap_or(0);
                 msg.usage.output = u64_field(&u, "output_tokens").unwrap_or(0);
@@ -346,6 +385,9 @@ impl<'m> StreamState<'m> {
                 }
             }
             "message_delta" => {
+                if let Some(Value::Array(t)) = ev.get("input_transformations") {
+                    self.input_transformations = Some(t.clone());
+                }
                 let msg = &mut out.msg;
                 let delta = ev.get("delta").cloned().unwrap_or(Value::Null);
                 if let Some(reason) = delta.get("stop_reason").and_then(Value::as_str) {

@@ -256,6 +256,7 @@ impl<'a> WireApi<'a> for StreamState<'a> {
                 if let Some(thread) = &self.thread {
                     threads::record_reply(self.model, thread, &out.msg, self.oauth);
                 }
+                self.record_input_transformations(&mut out.msg);
                 Ok(())
             }
         }
