@@ -39,6 +39,12 @@ use self::threads::*;
 pub use self::events::StreamState;
 pub use self::request::build_request;
 
+/// Forgets a session's message thread and strict-tool limits (pi's session resource cleanup).
+pub fn cleanup_session_resources(session_id: &str) {
+    threads::forget_session(session_id);
+    strict_limits::forget_session(session_id);
+}
+
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 const FINE_GRAINED_TOOL_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";

@@ -52,6 +52,15 @@ pub(super) fn has_exceeded_strict_tool_limits(session_id: Option<&str>) -> bool 
     guard.as_ref().is_some_and(|s| s.set.contains(id))
 }
 
+pub(super) fn forget_session(session_id: &str) {
+    let mut guard = SESSIONS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(sessions) = guard.as_mut() {
+        if sessions.set.remove(session_id) {
+            sessions.order.retain(|s| s != session_id);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +77,7 @@ mod tests {
         assert!(has_exceeded_strict_tool_limits(Some("strict-limits-a")));
         assert!(!has_exceeded_strict_tool_limits(Some("strict-limits-b")));
         assert!(!has_exceeded_strict_tool_limits(None));
+        forget_session("strict-limits-a");
+        assert!(!has_exceeded_strict_tool_limits(Some("strict-limits-a")));
     }
 }

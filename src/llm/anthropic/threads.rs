@@ -58,6 +58,10 @@ pub(super) fn set_thread_state(session_id: &str, state: ThreadState) {
     })
 }
 
+pub(super) fn forget_session(session_id: &str) {
+    with_sessions(|_, sessions| sessions.remove(session_id));
+}
+
 /// Messages normalized as pi hashes them: cache markers dropped, string content as one text
 /// block.
 fn normalize(v: &Value) -> Value {
@@ -334,6 +338,9 @@ mod tests {
         assert_eq!(body["thread"], json!({"type": "create"}));
         set_thread_state(sid, ThreadState::Off);
         assert!(prepare(&model, sid, &next, &betas).is_none());
+        // The session's cleanup forgets it.
+        cleanup_session_resources(sid);
+        assert!(prepare(&model, sid, &next, &betas).is_some());
     }
 
     #[test]
