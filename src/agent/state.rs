@@ -396,6 +396,8 @@ impl AgentSession {
     ) -> (SessionManager, ContextMessages) {
         let old_session = std::mem::replace(&mut self.session, manager);
         let old_messages = std::mem::replace(&mut self.messages, messages);
+        // pi disposes the replaced session: its per-session provider state goes with it.
+        crate::llm::cleanup_session_resources(old_session.session_id());
         // The session's recorded working directory becomes the agent's (as in pi, tools, RPC
         // bash and the system prompt's cwd follow a loaded session).
         if !self.session.cwd().is_empty() {

@@ -84,6 +84,24 @@ pub(crate) trait WireApi<'a>: Sized {
         out: &mut StreamedMessage<'_>,
     ) -> Result<(), Failure>;
 
+    /// Fields of the message known once the request is built, before it is sent (they stay
+    /// on an error reply too).
+    fn prepare(&self, _out: &mut StreamedMessage<'_>) {}
+
+    /// After an HTTP error status (`message` is [`WireApi::http_error`]'s text): a request to
+    /// send instead, built again by the adapter (pi's Anthropic strict-tools downgrade), or
+    /// `None` to fail with `message`.
+    fn resend(
+        &mut self,
+        _opts: &StreamOptions,
+        _status: u16,
+        _body: &str,
+        _message: &str,
+        _out: &mut StreamedMessage<'_>,
+    ) -> Option<Result<HttpRequest, Failure>> {
+        None
+    }
+
     /// The message's `providerThinkingLevel`, set before anything is sent (the Responses API's
     /// mid-conversation effort).
     fn provider_thinking_level(_model: &Model, _opts: &StreamOptions) -> Option<String> {
@@ -117,6 +135,7 @@ pub(crate) fn drive<'a, W: WireApi<'a>>(
 ) -> AssistantMessage {
     let mut out = StreamedMessage::new(model, on_event);
     out.msg.provider_thinking_level = W::provider_thinking_level(model, opts);
+    out.msg.provider_thinking_level_early = out.msg.provider_thinking_level.is_some();
     let mut state: Option<W> = None;
     let result = exchange(model, ctx, opts, cancel, &mut out, &mut state);
     let texts = state.as_ref().map_or(W::ABORT_TEXTS, W::abort_texts);
@@ -138,13 +157,30 @@ fn exchange<'a, W: WireApi<'a>>(
     }
     let (request, built) = W::request(model, ctx, opts)?;
     let state = state.insert(built);
-    let response = post_streaming(
-        request,
-        cancel,
-        out,
-        |status, content_type, body| W::http_error(model, status, content_type, body),
-        W::transport_error,
-    )?;
+    state.prepare(out);
+    let mut request = request;
+    let response = loop {
+        let mut rejected: Option<(u16, String)> = None;
+        let sent = post_streaming(
+            request,
+            cancel,
+            out,
+            |status, content_type, body| {
+                rejected = Some((status, body.to_owned()));
+                W::http_error(model, status, content_type, body)
+            },
+            W::transport_error,
+        );
+        match (sent, rejected) {
+            (Err(Failure::Error(message)), Some((status, body))) => {
+                match state.resend(opts, status, &body, &message, out) {
+                    Some(next) => request = next?,
+                    None => return Err(Failure::Error(message)),
+                }
+            }
+            (sent, _) => break sent?,
+        }
+    };
     if W::START_ON_HEADERS {
         out.start();
     }

@@ -24,6 +24,12 @@ pub use model::{Model, ModelCost};
 pub use registry::ModelRegistry;
 pub(crate) use role::Role;
 pub use thinking::ThinkingLevel;
+
+/// Frees a session's provider state (pi's `cleanupSessionResources`, run when a session is
+/// replaced): Anthropic message threads and strict-tool limits.
+pub fn cleanup_session_resources(session_id: &str) {
+    anthropic::cleanup_session_resources(session_id);
+}
 pub(crate) mod anthropic;
 pub(crate) mod azure_responses;
 pub(crate) mod bedrock;

@@ -261,10 +261,6 @@ pub struct AssistantMessage {
     pub api: String,
     pub provider: String,
     pub model: String,
-    /// The reasoning effort a Responses model was told in `configuration_update` items (pi's
-    /// `providerThinkingLevel`, written with `supportsMidConvoEffort`); replayed before this
-    /// message's items on later requests to the same model.
-    pub provider_thinking_level: Option<String>,
     /// The provider-reported model id when it differs from `model`.
     pub response_model: Option<String>,
     pub usage: Usage,
@@ -276,6 +272,20 @@ pub struct AssistantMessage {
     pub raw_stop_reason: Option<String>,
     pub duration_ms: Option<u64>,
     pub thinking_level: Option<ThinkingLevel>,
+    /// pi's `providerThinkingLevel` (models with `supportsMidConvoEffort`): the effort the
+    /// model was told for this turn in mid-conversation markers (Anthropic's `output_config`
+    /// system messages, the Responses API's `configuration_update` items); later requests
+    /// mark this message's turn with it.
+    pub provider_thinking_level: Option<String>,
+    /// The level was known before the request (Responses): pi then writes it right after
+    /// `model`; set during the exchange (Anthropic), after `timestamp`.
+    pub provider_thinking_level_early: bool,
+    /// pi's `diagnostics`: what the provider adapter did about a rejected request (e.g. the
+    /// Anthropic strict-tools downgrade), as pi records it.
+    pub diagnostics: Vec<Value>,
+    /// The first diagnostic came after the reply streamed: pi's `diagnostics` key then
+    /// follows `rawStopReason` / `errorMessage` instead of `providerThinkingLevel`.
+    pub diagnostics_after_reply: bool,
     /// The aborted turn synthesized after an aborted tool batch: `errorMessage` is written right
     /// after `stopReason`. Not serialized itself.
     pub synthetic: bool,
@@ -315,7 +325,6 @@ impl AssistantMessage {
             api: s("api").unwrap_or_default(),
             provider: s("provider").unwrap_or_default(),
             model: s("model").unwrap_or_default(),
-            provider_thinking_level: s("providerThinkingLevel"),
             response_model: s("responseModel"),
             usage: o
                 .get("usage")
@@ -335,6 +344,27 @@ impl AssistantMessage {
                 .get("thinkingLevel")
                 .and_then(Value::as_str)
                 .and_then(ThinkingLevel::parse),
+            provider_thinking_level: s("providerThinkingLevel"),
+            provider_thinking_level_early: {
+                let keys: Vec<&String> = o.keys().collect();
+                keys.iter().position(|k| *k == "model").is_some_and(|i| {
+                    keys.get(i + 1)
+                        .is_some_and(|k| *k == "providerThinkingLevel")
+                })
+            },
+            diagnostics: o
+                .get("diagnostics")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            diagnostics_after_reply: {
+                let at = |k: &str| o.keys().position(|x| x == k);
+                at("diagnostics").is_some_and(|d| {
+                    ["responseId", "responseModel", "rawStopReason"]
+                        .iter()
+                        .any(|k| at(k).is_some_and(|p| p < d))
+                })
+            },
             synthetic: false,
         })
     }
@@ -366,7 +396,10 @@ impl Serialize for AssistantMessage {
         m.serialize_entry("api", &self.api)?;
         m.serialize_entry("provider", &self.provider)?;
         m.serialize_entry("model", &self.model)?;
-        if let Some(v) = &self.provider_thinking_level {
+        if let (Some(v), true) = (
+            &self.provider_thinking_level,
+            self.provider_thinking_level_early,
+        ) {
             m.serialize_entry("providerThinkingLevel", v)?;
         }
         m.serialize_entry("usage", &self.usage)?;
@@ -377,6 +410,15 @@ impl Serialize for AssistantMessage {
             }
         }
         m.serialize_entry("timestamp", &self.timestamp)?;
+        if let (Some(v), false) = (
+            &self.provider_thinking_level,
+            self.provider_thinking_level_early,
+        ) {
+            m.serialize_entry("providerThinkingLevel", v)?;
+        }
+        if !self.diagnostics.is_empty() && !self.diagnostics_after_reply {
+            m.serialize_entry("diagnostics", &self.diagnostics)?;
+        }
         if let Some(v) = &self.response_id {
             m.serialize_entry("responseId", v)?;
         }
@@ -390,6 +432,9 @@ impl Serialize for AssistantMessage {
             if let Some(e) = &self.error_message {
                 m.serialize_entry("errorMessage", e)?;
             }
+        }
+        if !self.diagnostics.is_empty() && self.diagnostics_after_reply {
+            m.serialize_entry("diagnostics", &self.diagnostics)?;
         }
         if let Some(v) = &self.duration_ms {
             m.serialize_entry("durationMs", v)?;

@@ -364,3 +364,99 @@ fn missing_api_key_is_reported() {
         Some("No API key for provider: mock")
     );
 }
+
+/// A model with mid-conversation effort (pi's claude-opus-5-5 compat): the reply records the
+/// effort it was asked for as `providerThinkingLevel` (right after `timestamp`, from the
+/// partial on, and on an error reply too), the stored field survives a round trip, and the
+/// next request marks that reply's turn with it.
+#[test]
+fn managed_effort_reply_carries_provider_thinking_level() {
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [{"type": "text", "text": "Hi."}], "usage": {"input": 10, "output": 2}},
+        {"status": 400, "error_type": "invalid_request_error", "error_message": "bad thing"}
+    ]}));
+    let mut m = model(&mock.base_url());
+    m.thinking_level_map = json!({"off": null, "minimal": null, "low": "low", "medium": "medium",
+        "high": "high", "xhigh": "xhigh", "max": "max"})
+    .as_object()
+    .cloned();
+    m.compat = json!({"forceAdaptiveThinking": true, "supportsMidConvoEffort": true})
+        .as_object()
+        .cloned();
+    let mut o = opts();
+    o.thinking_level = ThinkingLevel::High;
+    let (msg, updates) = run(&m, &ctx(vec![user("hi")]), &o, &CancelToken::new());
+    assert_eq!(msg.provider_thinking_level.as_deref(), Some("high"));
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(
+        keys(&updates[0]["start"])[7..9],
+        ["timestamp".to_string(), "providerThinkingLevel".to_string()]
+    );
+    let stored = msg.to_value();
+    assert_eq!(stored["providerThinkingLevel"], "high");
+    let back = AssistantMessage::from_value(&stored).unwrap();
+    assert_eq!(back.provider_thinking_level.as_deref(), Some("high"));
+
+    o.thinking_level = ThinkingLevel::Low;
+    let c = ctx(vec![user("hi"), LlmMessage::Assistant(back), user("again")]);
+    let (err, _) = run(&m, &c, &o, &CancelToken::new());
+    assert_eq!(err.stop_reason, StopReason::Error);
+    assert_eq!(err.provider_thinking_level.as_deref(), Some("low"));
+    let reqs = mock.requests();
+    let marker = |e: &str| json!({"role":"system","content":[],"output_config":{"effort":e}});
+    assert_eq!(reqs[0]["body"]["messages"][1], marker("high"));
+    assert_eq!(reqs[1]["body"]["messages"][1], marker("high"));
+    assert_eq!(reqs[1]["body"]["messages"][4], marker("low"));
+    assert_eq!(reqs[1]["body"]["output_config"], json!({"effort": "low"}));
+}
+
+/// pi's strict-tools downgrade: Claude's 400 for too many strict tools is answered by sending
+/// the request again with the preferred-strict tools non-strict (one
+/// `anthropic_strict_tools_fallback` diagnostic on the reply); the session's later requests
+/// start non-strict. Another 400, or a request without preferred-strict tools, is not resent.
+#[test]
+fn strict_tool_limits_downgrade_and_remember_the_session() {
+    let limit = json!({"status": 400, "error_type": "invalid_request_error",
+        "error_message": "Too many strict tools (21 > 20)"});
+    let ok = json!({"blocks": [{"type": "text", "text": "ok"}]});
+    let mock = MockLlm::start(json!({"replies": [
+        limit, ok, ok,
+        {"status": 400, "error_type": "invalid_request_error", "error_message": "bad thing"},
+        limit
+    ]}));
+    let mut m = model(&mock.base_url());
+    m.compat = json!({"supportsStrictTools": true}).as_object().cloned();
+    let mut c = ctx(vec![user("hi")]);
+    c.tools[0].strict_prefer = true;
+    let mut o = opts();
+    o.session_id = Some("strict-limits-integration".into());
+    let (msg, _) = run(&m, &c, &o, &CancelToken::new());
+    assert_eq!(msg.stop_reason, StopReason::Stop);
+    assert_eq!(msg.diagnostics.len(), 1);
+    assert_eq!(
+        msg.diagnostics[0]["details"],
+        json!({"reason": "strict_tool_limits_exceeded"})
+    );
+    assert_eq!(
+        msg.diagnostics[0]["type"],
+        "anthropic_strict_tools_fallback"
+    );
+    let (msg2, _) = run(&m, &c, &o, &CancelToken::new());
+    assert!(msg2.diagnostics.is_empty());
+    let reqs = mock.requests();
+    let strict = |i: usize| reqs[i]["body"]["tools"][0].get("strict").cloned();
+    assert_eq!(strict(0), Some(json!(true)));
+    assert_eq!(strict(1), None);
+    assert_eq!(strict(2), None);
+
+    // Another session: a 400 that is not about the limits fails at once.
+    o.session_id = Some("strict-limits-integration-2".into());
+    let (err, _) = run(&m, &c, &o, &CancelToken::new());
+    assert_eq!(err.stop_reason, StopReason::Error);
+    // No preferred-strict tool: the limit error is not retried either.
+    c.tools[0].strict_prefer = false;
+    let (err, _) = run(&m, &c, &o, &CancelToken::new());
+    assert_eq!(err.stop_reason, StopReason::Error);
+    assert!(err.diagnostics.is_empty());
+    assert_eq!(mock.requests().len(), 5);
+}

@@ -18,6 +18,24 @@ pub struct StreamState<'m> {
     open: Vec<OpenBlock>,
     pub(super) saw_start: bool,
     pub(super) saw_stop: bool,
+    /// The request's managed effort, recorded on the reply before it is sent.
+    pub(super) provider_thinking_level: Option<String>,
+    /// The request's context (rebuilt for the strict-tools downgrade).
+    pub(super) ctx: Option<&'m LlmContext>,
+    /// The request sent preferred-strict tools strict and may be downgraded once.
+    pub(super) may_downgrade_strict: bool,
+    /// The thread request sent (message threads), recorded after a clean reply.
+    pub(super) thread: Option<ThreadRequest>,
+    /// A rejection about the thread may still be answered by sending again (once per send).
+    pub(super) thread_retry_available: bool,
+    /// The session whose threads go off once the request sent without `thread` succeeds.
+    pub(super) pending_thread_off: Option<String>,
+    /// Where the request went and its headers (for sending it again).
+    pub(super) target: Option<(String, Vec<(String, String)>)>,
+    /// The last `input_transformations` the server reported (message_start / message_delta).
+    pub(super) input_transformations: Option<Vec<Value>>,
+    /// The model whose prices apply: a fallback model with its own cost when one answered.
+    usage_model: Option<Model>,
 }
 
 const MESSAGE_EVENTS: &[&str] = &[
@@ -45,7 +63,68 @@ impl<'m> StreamState<'m> {
             open: Vec::new(),
             saw_start: false,
             saw_stop: false,
+            provider_thinking_level: None,
+            ctx: None,
+            may_downgrade_strict: false,
+            thread: None,
+            thread_retry_available: false,
+            pending_thread_off: None,
+            target: None,
+            input_transformations: None,
+            usage_model: None,
         }
+    }
+
+    /// pi: when an allowed fallback model answered (same provider) and its cost is known,
+    /// usage is priced with that cost.
+    fn fallback_usage_model(&self, response_model: Option<&Value>) -> Option<Model> {
+        let rm = response_model.and_then(Value::as_str);
+        if rm == Some(self.model.id.as_str()) {
+            return None;
+        }
+        let rm = rm?;
+        let cost = AnthropicCompat::of(self.model)
+            .allowed_fallback_models
+            .into_iter()
+            .find(|f| f.provider == self.model.provider && f.model == rm)?
+            .cost?;
+        let mut usage_model = self.model.clone();
+        usage_model.id = rm.to_owned();
+        usage_model.cost = cost;
+        Some(usage_model)
+    }
+
+    /// pi: the input transformations the server reported become an
+    /// `anthropic_input_transformations` diagnostic on a clean reply (type, path and reason of
+    /// each, when present).
+    pub(super) fn record_input_transformations(&self, msg: &mut AssistantMessage) {
+        let Some(list) = self
+            .input_transformations
+            .as_ref()
+            .filter(|l| !l.is_empty())
+        else {
+            return;
+        };
+        let transformations: Vec<Value> = list
+            .iter()
+            .map(|t| {
+                let mut o = Map::new();
+                for k in ["type", "path", "reason"] {
+                    if let Some(v) = t.get(k).filter(|v| !v.is_null()) {
+                        o.insert(k.into(), v.clone());
+                    }
+                }
+                Value::Object(o)
+            })
+            .collect();
+        if msg.diagnostics.is_empty() {
+            msg.diagnostics_after_reply = true;
+        }
+        msg.diagnostics.push(json!({
+            "type": "anthropic_input_transformations",
+            "timestamp": crate::util::now_ms(),
+            "details": {"transformations": transformations}
+        }));
     }
 
     fn recompute_usage(&self, msg: &mut AssistantMessage) {
@@ -56,7 +135,7 @@ impl<'m> StreamState<'m> {
             .saturating_add(u.output)
             .saturating_add(u.cache_read)
             .saturating_add(u.cache_write);
-        u.recompute_cost(self.model);
+        u.recompute_cost(self.usage_model.as_ref().unwrap_or(self.model));
     }
 
     /// Handles one SSE event. `Err` ends the stream.
@@ -96,6 +175,10 @@ impl<'m> StreamState<'m> {
                     if rm != self.model.id {
                         msg.response_model = Some(rm.to_owned());
                     }
+                }
+                self.usage_model = self.fallback_usage_model(m.get("model"));
+                if let Some(Value::Array(t)) = m.get("input_transformations") {
+                    self.input_transformations = Some(t.clone());
                 }
                 let u = m.get("usage").cloned().unwrap_or(Value::Null);
                 msg.usage.input = u64_field(&u, "input_tokens").unwrap_or(0);
@@ -302,6 +385,9 @@ impl<'m> StreamState<'m> {
                 }
             }
             "message_delta" => {
+                if let Some(Value::Array(t)) = ev.get("input_transformations") {
+                    self.input_transformations = Some(t.clone());
+                }
                 let msg = &mut out.msg;
                 let delta = ev.get("delta").cloned().unwrap_or(Value::Null);
                 if let Some(reason) = delta.get("stop_reason").and_then(Value::as_str) {

@@ -21,18 +21,42 @@ use super::types::{
     StopReason, StreamOptions, ToolSpec,
 };
 
+mod compat;
+mod effort;
 mod events;
+mod messages;
 mod request;
+mod strict_limits;
+mod threads;
 
+use self::compat::*;
+use self::effort::*;
+use self::messages::*;
 use self::request::*;
+use self::strict_limits::*;
+use self::threads::*;
 
 pub use self::events::StreamState;
 pub use self::request::build_request;
+
+/// Forgets a session's message thread and strict-tool limits (pi's session resource cleanup).
+pub fn cleanup_session_resources(session_id: &str) {
+    threads::forget_session(session_id);
+    strict_limits::forget_session(session_id);
+}
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 const FINE_GRAINED_TOOL_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
 const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+const SERVER_SIDE_FALLBACK_BETA: &str = "server-side-fallback-2026-07-01";
+const MID_CONVERSATION_OUTPUT_CONFIG_BETA: &str = "mid-conversation-output-config-2026-07-01";
+const THINKING_BINDING_CONTROLS_BETA: &str = "thinking-binding-controls-2026-08-01";
+const INLINE_TOOLS_BETA: &str = "inline-tools-2026-09-15";
+const MESSAGE_THREADS_BETA: &str = "message-threads-2026-08-12";
+/// The top-level effort of a model with mid-conversation effort: fixed (it is part of the
+/// cached prompt) and low, since organizations can cap effort and reject any level above it.
+const MANAGED_TOP_LEVEL_EFFORT: &str = "low";
 const CLAUDE_CODE_VERSION: &str = "2.1.322";
 const CLAUDE_CODE_IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
 /// Claude Code's canonical tool names (OAuth requests use them).
@@ -64,39 +88,70 @@ const ABORT_TEXTS: AbortTexts = AbortTexts {
     streaming: "This operation was aborted",
 };
 
-/// Compat switches of `model.compat` that this adapter reads (providers.md §6.4).
-#[derive(Clone, Debug, PartialEq)]
-pub struct AnthropicCompat {
-    pub supports_eager_tool_input_streaming: bool,
-    pub supports_long_cache_retention: bool,
-    pub supports_cache_control_on_tools: bool,
-    pub allow_empty_signature: bool,
-    pub send_session_affinity_headers: bool,
-    pub openrouter_affinity: bool,
-    pub force_adaptive_thinking: bool,
-}
+impl StreamState<'_> {
+    /// Turns a built request into the HTTP request, as a thread request when the session
+    /// uses message threads.
+    fn send(&mut self, req: BuiltRequest, opts: &StreamOptions) -> Result<HttpRequest, Failure> {
+        self.oauth = req.oauth;
+        self.may_downgrade_strict =
+            req.has_preferred_strict_tools && !req.disabled_preferred_strict;
+        let prepared = req
+            .thread_session
+            .as_deref()
+            .and_then(|sid| threads::prepare(self.model, sid, &req.body, &req.betas));
+        let (body, thread) = match prepared {
+            Some((thread, body)) => (body, Some(thread)),
+            None => (req.body, None),
+        };
+        self.thread = thread;
+        self.thread_retry_available = true;
+        self.target = Some((req.url.clone(), req.headers.clone()));
+        json_request(req.url, req.headers, &body, opts.idle_timeout)
+    }
 
-impl AnthropicCompat {
-    pub fn of(model: &Model) -> AnthropicCompat {
-        let is_openrouter =
-            model.provider == "openrouter" || model.base_url.contains("openrouter.ai");
-        let b = |k: &str, d: bool| model.compat_bool(k).unwrap_or(d);
-        let format = model
-            .compat
-            .as_ref()
-            .and_then(|c| c.get("sessionAffinityFormat"))
-            .and_then(Value::as_str);
-        AnthropicCompat {
-            supports_eager_tool_input_streaming: b("supportsEagerToolInputStreaming", true),
-            supports_long_cache_retention: b("supportsLongCacheRetention", true),
-            supports_cache_control_on_tools: b("supportsCacheControlOnTools", true),
-            allow_empty_signature: b("allowEmptySignature", false),
-            send_session_affinity_headers: b("sendSessionAffinityHeaders", is_openrouter),
-            openrouter_affinity: match format {
-                Some(f) => f == "openrouter",
-                None => is_openrouter,
-            },
-            force_adaptive_thinking: b("forceAdaptiveThinking", false),
+    /// pi's `sendThreadRequest`: a rejection about the thread is sent again once in full, as
+    /// a new thread or without `thread` (threads then go off for the session), with an
+    /// `anthropic_thread_fallback` diagnostic.
+    fn thread_fallback(
+        &mut self,
+        opts: &StreamOptions,
+        status: u16,
+        body: &str,
+        message: &str,
+        out: &mut StreamedMessage<'_>,
+    ) -> Option<Result<HttpRequest, Failure>> {
+        if !self.thread_retry_available {
+            return None;
+        }
+        let thread = self.thread.clone()?;
+        let fallback = threads::fallback_for(status, body, message)?;
+        self.thread_retry_available = false;
+        let (url, headers) = self.target.clone()?;
+        let (reason, next_body) = match fallback {
+            ThreadFallback::NewThread { reason } => {
+                let next = threads::create_body(&thread.params);
+                self.thread = Some(thread);
+                (reason, next)
+            }
+            ThreadFallback::NoThread { reason } => {
+                self.pending_thread_off = Some(thread.session_id.clone());
+                self.thread = None;
+                (reason, thread.params)
+            }
+        };
+        out.msg.diagnostics.push(json!({
+            "type": "anthropic_thread_fallback",
+            "timestamp": crate::util::now_ms(),
+            "error": {"message": message},
+            "details": {"reason": reason}
+        }));
+        Some(json_request(url, headers, &next_body, opts.idle_timeout))
+    }
+
+    /// The request without `thread` was accepted: threads go off for the session.
+    fn threads_off_after_success(&mut self) {
+        if let Some(sid) = self.pending_thread_off.take() {
+            threads::set_thread_state(&sid, ThreadState::Off);
         }
     }
 }
@@ -114,8 +169,56 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         opts: &StreamOptions,
     ) -> Result<(HttpRequest, Self), Failure> {
         let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
-        let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;
-        Ok((request, StreamState::new(model, req.oauth, &ctx.tools)))
+        let mut state = StreamState::new(model, req.oauth, &ctx.tools);
+        state.provider_thinking_level = req.provider_thinking_level.clone();
+        state.ctx = Some(ctx);
+        let request = state.send(req, opts)?;
+        Ok((request, state))
+    }
+
+    /// pi: a 400 `invalid_request_error` saying the strict tools exceed Claude's limits is
+    /// sent once more with the preferred-strict tools non-strict; the session is remembered and
+    /// the reply records an `anthropic_strict_tools_fallback` diagnostic.
+    fn resend(
+        &mut self,
+        opts: &StreamOptions,
+        status: u16,
+        body: &str,
+        message: &str,
+        out: &mut StreamedMessage<'_>,
+    ) -> Option<Result<HttpRequest, Failure>> {
+        if let Some(request) = self.thread_fallback(opts, status, body, message, out) {
+            return Some(request);
+        }
+        let error_type = parse_error_body(body)
+            .and_then(|b| b.get("error")?.get("type")?.as_str().map(str::to_owned));
+        if !self.may_downgrade_strict
+            || status != 400
+            || error_type.as_deref() != Some("invalid_request_error")
+            || !is_strict_tool_limit_error_message(message)
+        {
+            return None;
+        }
+        let ctx = self.ctx?;
+        self.may_downgrade_strict = false;
+        mark_strict_tool_limits_exceeded(opts.session_id.as_deref());
+        out.msg.diagnostics.push(json!({
+            "type": "anthropic_strict_tools_fallback",
+            "timestamp": crate::util::now_ms(),
+            "error": {"message": message},
+            "details": {"reason": "strict_tool_limits_exceeded"}
+        }));
+        Some(
+            build_request_with(self.model, ctx, opts, true)
+                .map_err(Failure::Error)
+                .and_then(|req| self.send(req, opts)),
+        )
+    }
+
+    fn prepare(&self, out: &mut StreamedMessage<'_>) {
+        if let Some(level) = &self.provider_thinking_level {
+            out.msg.provider_thinking_level = Some(level.clone());
+        }
     }
 
     fn http_error(_: &Model, status: u16, _: Option<&str>, body: &str) -> String {
@@ -128,6 +231,7 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         event: &SseEvent,
         out: &mut StreamedMessage<'_>,
     ) -> Result<Flow, Failure> {
+        self.threads_off_after_success();
         self.handle(event.event.as_deref(), &event.data, out)?;
         Ok(Flow::Continue)
     }
@@ -138,6 +242,7 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         out: &mut StreamedMessage<'_>,
     ) -> Result<(), Failure> {
         read?;
+        self.threads_off_after_success();
         if self.saw_start && !self.saw_stop {
             return Err(Failure::Error(
                 "Anthropic stream ended before message_stop".into(),
@@ -153,7 +258,13 @@ impl<'a> WireApi<'a> for StreamState<'a> {
                     .clone()
                     .unwrap_or_else(|| "An unknown error occurred".into()),
             )),
-            _ => Ok(()),
+            _ => {
+                if let Some(thread) = &self.thread {
+                    threads::record_reply(self.model, thread, &out.msg, self.oauth);
+                }
+                self.record_input_transformations(&mut out.msg);
+                Ok(())
+            }
         }
     }
 }

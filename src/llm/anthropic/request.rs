@@ -2,7 +2,6 @@
 //! thinking options and message/tool conversion.
 
 use super::*;
-use crate::llm::strict_schema;
 
 /// A built request: where to send it, its headers and its JSON body.
 #[derive(Clone, Debug, PartialEq)]
@@ -12,18 +11,21 @@ pub struct BuiltRequest {
     pub body: Value,
     /// An OAuth (`sk-ant-oat…`) token: tool names travel in Claude Code's casing.
     pub oauth: bool,
+    /// The managed effort (models with mid-conversation effort): the reply's
+    /// `providerThinkingLevel`.
+    pub provider_thinking_level: Option<String>,
+    /// Some tool that only prefers strict sampling was sent strict.
+    pub has_preferred_strict_tools: bool,
+    /// Built with the preferred-strict tools sent non-strict.
+    pub disabled_preferred_strict: bool,
+    /// The computed beta list (part of a thread's fixed settings).
+    pub betas: Vec<String>,
+    /// The session whose requests use message threads, if they apply.
+    pub thread_session: Option<String>,
 }
 
 fn is_oauth_token(key: &str) -> bool {
     key.contains("sk-ant-oat")
-}
-
-fn to_claude_code_name(name: &str) -> String {
-    CLAUDE_CODE_TOOLS
-        .iter()
-        .find(|t| t.eq_ignore_ascii_case(name))
-        .map(|t| (*t).to_owned())
-        .unwrap_or_else(|| name.to_owned())
 }
 
 pub(super) fn from_claude_code_name(name: &str, tools: &[ToolSpec]) -> String {
@@ -77,374 +79,21 @@ fn cache_control(model: &Model, retention: CacheRetention) -> Option<Value> {
     }
 }
 
-/// Thinking and output-cap decisions for one request.
-#[derive(Clone, Debug, PartialEq)]
-struct ThinkingPlan {
-    pub(super) max_tokens: u64,
-    pub(super) thinking: Option<Value>,
-    output_config: Option<Value>,
-    interleaved_beta: bool,
-}
-
-fn plan_thinking(model: &Model, ctx: &LlmContext, opts: &StreamOptions) -> ThinkingPlan {
-    let compat = AnthropicCompat::of(model);
-    let level = effective_thinking_level(model, opts.thinking_level);
-    let base = base_max_tokens(model, ctx, opts);
-    if level == ThinkingLevel::Off {
-        let disabled = model.reasoning
-            && level_mapping(model, ThinkingLevel::Off) != LevelMapping::Unsupported;
-        return ThinkingPlan {
-            max_tokens: base,
-            thinking: disabled.then(|| json!({"type": "disabled"})),
-            output_config: None,
-            interleaved_beta: false,
-        };
-    }
-    if !model.reasoning {
-        return ThinkingPlan {
-            max_tokens: base,
-            thinking: None,
-            output_config: None,
-            interleaved_beta: false,
-        };
-    }
-    if compat.force_adaptive_thinking {
-        let effort = match level_mapping(model, level) {
-            LevelMapping::Value(v) => v.to_owned(),
-            _ => match level {
-                ThinkingLevel::Minimal | ThinkingLevel::Low => "low".into(),
-                ThinkingLevel::Medium => "medium".into(),
-                _ => "high".into(),
-            },
-        };
-        return ThinkingPlan {
-            max_tokens: base,
-            thinking: Some(json!({"type": "adaptive", "display": "summarized"})),
-            output_config: Some(json!({ "effort": effort })),
-            interleaved_beta: false,
-        };
-    }
-    // Budget thinking (pi's adjustMaxTokensForThinking + clampMaxTokensToContext).
-    let mut budget = thinking_budget_for_level(level, &opts.thinking_budgets);
-    let max_tokens = (base + budget).min(model.max_tokens);
-    if max_tokens <= budget {
-        budget = clamp_thinking_budget_to_answer_room(budget, max_tokens);
-    }
-    let max_tokens = clamp_max_tokens_to_context(model, ctx, max_tokens);
-    let budget = clamp_thinking_budget_to_answer_room(budget, max_tokens);
-    let budget = if budget == 0 { 1024 } else { budget };
-    ThinkingPlan {
-        max_tokens,
-        thinking: Some(
-            json!({"type": "enabled", "budget_tokens": budget, "display": "summarized"}),
-        ),
-        output_config: None,
-        interleaved_beta: true,
-    }
-}
-
-fn image_block(data: &str, mime_type: &str) -> Value {
-    json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}})
-}
-
-/// Tool-result content: a string for text only, else blocks (with a leading placeholder text
-/// when there is no text at all).
-fn tool_result_content(content: &[ContentBlock]) -> Value {
-    let has_images = content
-        .iter()
-        .any(|b| matches!(b, ContentBlock::Image { .. }));
-    if !has_images {
-        let texts: Vec<&str> = content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        return Value::from(texts.join("\n"));
-    }
-    let mut blocks: Vec<Value> = content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text, .. } => Some(json!({"type": "text", "text": text})),
-            ContentBlock::Image { data, mime_type } => Some(image_block(data, mime_type)),
-            _ => None,
-        })
-        .collect();
-    if !blocks.iter().any(|b| b["type"] == "text") {
-        blocks.insert(0, json!({"type": "text", "text": "(see attached image)"}));
-    }
-    Value::Array(blocks)
-}
-
-fn convert_messages(
-    messages: &[LlmMessage],
-    oauth: bool,
-    cache: Option<&Value>,
-    allow_empty_signature: bool,
-) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
-    let mut i = 0;
-    while i < messages.len() {
-        match &messages[i] {
-            LlmMessage::User {
-                content,
-                as_string: true,
-                ..
-            } => {
-                // Stored as a plain string: sent as one, unless blank (pi's convertMessages).
-                let text: String = content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text { text, .. } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                if !text.trim().is_empty() {
-                    out.push(json!({"role": "user", "content": text}));
-                }
-            }
-            LlmMessage::User { content, .. } => {
-                let blocks: Vec<Value> = content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text { text, .. } if !text.trim().is_empty() => {
-                            Some(json!({"type": "text", "text": text}))
-                        }
-                        ContentBlock::Image { data, mime_type } => {
-                            Some(image_block(data, mime_type))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                if !blocks.is_empty() {
-                    out.push(json!({"role": "user", "content": blocks}));
-                }
-            }
-            LlmMessage::Assistant(a) => {
-                let mut blocks: Vec<Value> = Vec::new();
-                for b in &a.content {
-                    match b {
-                        ContentBlock::Text { text, .. } => {
-                            if !text.trim().is_empty() {
-                                blocks.push(json!({"type": "text", "text": text}));
-                            }
-                        }
-                        ContentBlock::Thinking {
-                            thinking,
-                            thinking_signature,
-                            redacted,
-                        } => {
-                            if *redacted {
-                                blocks.push(json!({
-                                    "type": "redacted_thinking",
-                                    "data": thinking_signature.clone().unwrap_or_default()
-                                }));
-                                continue;
-                            }
-                            let signed = thinking_signature
-                                .as_deref()
-                                .is_some_and(|s| !s.trim().is_empty());
-                            if thinking.trim().is_empty() && !signed {
-                                continue;
-                            }
-                            if !signed {
-                                blocks.push(if allow_empty_signature {
-                                    json!({"type": "thinking", "thinking": thinking, "signature": ""})
-                                } else {
-                                    json!({"type": "text", "text": thinking})
-                                });
-                            } else {
-                                blocks.push(json!({
-                                    "type": "thinking",
-                                    "thinking": thinking,
-                                    "signature": thinking_signature.clone().unwrap_or_default()
-                                }));
-                            }
-                        }
-                        ContentBlock::ToolCall {
-                            id,
-                            name,
-                            arguments,
-                            ..
-                        } => {
-                            let name = if oauth {
-                                to_claude_code_name(name)
-                            } else {
-                                name.clone()
-                            };
-                            let input = if arguments.is_null() {
-                                json!({})
-                            } else {
-                                arguments.clone()
-                            };
-                            blocks.push(
-                                json!({"type": "tool_use", "id": id, "name": name, "input": input}),
-                            );
-                        }
-                        ContentBlock::Image { .. } => {}
-                    }
-                }
-                if !blocks.is_empty() {
-                    out.push(json!({"role": "assistant", "content": blocks}));
-                }
-            }
-            LlmMessage::ToolResult { .. } => {
-                // Consecutive tool results travel in one user message; images of error results
-                // follow all results of the turn.
-                let mut results: Vec<Value> = Vec::new();
-                let mut error_images: Vec<Value> = Vec::new();
-                while let Some(LlmMessage::ToolResult {
-                    tool_call_id,
-                    tool_name,
-                    content,
-                    is_error,
-                }) = messages.get(i)
-                {
-                    let has_images = content
-                        .iter()
-                        .any(|b| matches!(b, ContentBlock::Image { .. }));
-                    let sent_content = if *is_error && has_images {
-                        let mut replaced: Vec<ContentBlock> = Vec::new();
-                        let mut prev_placeholder = false;
-                        for b in content {
-                            if let ContentBlock::Image { data, mime_type } = b {
-                                if !prev_placeholder {
-                                    replaced.push(ContentBlock::text(ERROR_TOOL_IMAGE_PLACEHOLDER));
-                                }
-                                prev_placeholder = true;
-                                error_images.push(image_block(data, mime_type));
-                                continue;
-                            }
-                            prev_placeholder = matches!(b, ContentBlock::Text { text, .. } if text == ERROR_TOOL_IMAGE_PLACEHOLDER);
-                            replaced.push(b.clone());
-                        }
-                        // The caption goes before this result's images.
-                        let n_images = content
-                            .iter()
-                            .filter(|b| matches!(b, ContentBlock::Image { .. }))
-                            .count();
-                        let at = error_images.len() - n_images;
-                        error_images.insert(
-                            at,
-                            json!({"type": "text", "text": format!("Images from the error result of tool call {tool_call_id} ({tool_name}):")}),
-                        );
-                        replaced
-                    } else {
-                        content.clone()
-                    };
-                    results.push(json!({
-                        "type": "tool_result",
-                        "tool_use_id": tool_call_id,
-                        "content": tool_result_content(&sent_content),
-                        "is_error": is_error
-                    }));
-                    i += 1;
-                }
-                results.extend(error_images);
-                out.push(json!({"role": "user", "content": results}));
-                continue;
-            }
-        }
-        i += 1;
-    }
-    if let Some(cc) = cache {
-        if let Some(last) = out.last_mut() {
-            if last["role"] == "user" {
-                match last.get_mut("content") {
-                    Some(Value::Array(blocks)) => {
-                        if let Some(Value::Object(b)) = blocks.last_mut() {
-                            let t = b.get("type").and_then(Value::as_str).unwrap_or_default();
-                            if matches!(t, "text" | "image" | "tool_result") {
-                                b.insert("cache_control".into(), cc.clone());
-                            }
-                        }
-                    }
-                    Some(Value::String(s)) => {
-                        let text = std::mem::take(s);
-                        last["content"] =
-                            json!([{"type": "text", "text": text, "cache_control": cc}]);
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    out
-}
-
-fn convert_tools(
-    tools: &[ToolSpec],
-    oauth: bool,
-    eager: bool,
-    strict_tools: bool,
-    cache: Option<&Value>,
-) -> Vec<Value> {
-    let n = tools.len();
-    let rule = Some(strict_schema::anthropic_unsupported as strict_schema::UnsupportedKeyword);
-    tools
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let strict = strict_schema::strict_sampling(t, strict_tools, rule);
-            let parameters = strict_schema::parameters(t, strict, rule);
-            let schema = &parameters;
-            // A strict tool sends its whole strict-form schema (with the legacy keys spread
-            // over it); others only the keys Anthropic accepts at the root.
-            let mut input_schema = match (strict, schema) {
-                (Some(true), Value::Object(o)) => o.clone(),
-                _ => Map::new(),
-            };
-            input_schema.insert("type".into(), Value::from("object"));
-            input_schema.insert(
-                "properties".into(),
-                schema
-                    .get("properties")
-                    .cloned()
-                    .unwrap_or_else(|| json!({})),
-            );
-            input_schema.insert(
-                "required".into(),
-                schema.get("required").cloned().unwrap_or_else(|| json!([])),
-            );
-            for k in ["additionalProperties", "$defs", "definitions"] {
-                if let Some(v) = schema.get(k) {
-                    input_schema.insert(k.into(), v.clone());
-                }
-            }
-            let mut m = Map::new();
-            let name = if oauth {
-                to_claude_code_name(&t.name)
-            } else {
-                t.name.clone()
-            };
-            m.insert("name".into(), Value::from(name));
-            m.insert("description".into(), Value::from(t.description.as_str()));
-            if eager {
-                m.insert("eager_input_streaming".into(), Value::Bool(true));
-            }
-            if strict == Some(true) {
-                m.insert("strict".into(), Value::Bool(true));
-            }
-            m.insert("input_schema".into(), Value::Object(input_schema));
-            if let Some(cc) = cache {
-                if i + 1 == n {
-                    m.insert("cache_control".into(), cc.clone());
-                }
-            }
-            Value::Object(m)
-        })
-        .collect()
+/// What the computed beta list depends on besides the model and options.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct BetaFlags {
+    pub oauth: bool,
+    pub has_tools: bool,
+    pub interleaved: bool,
+    /// The tool list is fixed with a deferred placeholder (native tool changes).
+    pub native_tool_changes: bool,
+    /// The session's requests use message threads.
+    pub message_threads: bool,
 }
 
 /// The beta list: an explicit `anthropic-beta` header replaces the computed one.
-pub(super) fn betas(
-    model: &Model,
-    opts: &StreamOptions,
-    oauth: bool,
-    has_tools: bool,
-    interleaved: bool,
-) -> Vec<String> {
+pub(super) fn betas(model: &Model, opts: &StreamOptions, flags: BetaFlags) -> Vec<String> {
+    let compat = AnthropicCompat::of(model);
     let mut configured: Option<String> = None;
     for (name, value) in model_headers(model).iter().chain(opts.headers.iter()) {
         if name.eq_ignore_ascii_case("anthropic-beta") {
@@ -463,17 +112,42 @@ pub(super) fn betas(
         }
         return out;
     }
-    if oauth {
+    if flags.oauth {
         add("claude-code-20250219");
         add("oauth-2025-04-20");
     }
-    if has_tools && !AnthropicCompat::of(model).supports_eager_tool_input_streaming {
+    if flags.has_tools && !compat.supports_eager_tool_input_streaming {
         add(FINE_GRAINED_TOOL_STREAMING_BETA);
     }
-    if interleaved {
+    if flags.interleaved {
         add(INTERLEAVED_THINKING_BETA);
     }
+    if !compat.allowed_fallback_models.is_empty() {
+        add(SERVER_SIDE_FALLBACK_BETA);
+    }
+    if compat.supports_mid_convo_effort {
+        add(MID_CONVERSATION_OUTPUT_CONFIG_BETA);
+        add(THINKING_BINDING_CONTROLS_BETA);
+    }
+    if flags.native_tool_changes {
+        add(INLINE_TOOLS_BETA);
+    }
+    if flags.message_threads {
+        add(MESSAGE_THREADS_BETA);
+    }
     out
+}
+
+/// pi's `DEFERRED_TOOL_PLACEHOLDER`: declared after the tools whenever native tool changes are
+/// in use, so Anthropic's scaffolding for tool changes is in the cached prefix from the first
+/// request. Never activated; the model cannot see it.
+fn deferred_tool_placeholder() -> Value {
+    json!({
+        "name": "__pi_deferred_placeholder__",
+        "description": "Reserved placeholder. Never available. Never call this.",
+        "input_schema": {"type": "object", "properties": {}, "required": []},
+        "defer_loading": true
+    })
 }
 
 /// Builds the request for `ctx` (providers.md §2, data-model.md §6.1). Fails only for a missing
@@ -482,6 +156,18 @@ pub fn build_request(
     model: &Model,
     ctx: &LlmContext,
     opts: &StreamOptions,
+) -> Result<BuiltRequest, String> {
+    let disable = has_exceeded_strict_tool_limits(opts.session_id.as_deref());
+    build_request_with(model, ctx, opts, disable)
+}
+
+/// [`build_request`], with the tools that prefer strict sampling sent non-strict when
+/// `disable_preferred_strict` (after Claude rejected the strict tools for its limits).
+pub(super) fn build_request_with(
+    model: &Model,
+    ctx: &LlmContext,
+    opts: &StreamOptions,
+    disable_preferred_strict: bool,
 ) -> Result<BuiltRequest, String> {
     let api_key = opts.api_key.as_deref().filter(|k| !k.is_empty());
     let mh = model_headers(model);
@@ -495,21 +181,36 @@ pub fn build_request(
     let compat = AnthropicCompat::of(model);
     let cache = cache_control(model, opts.cache_retention);
     let plan = plan_thinking(model, ctx, opts);
+    // Native tool changes (pi): the request's tool list stays fixed, anchored by at least one
+    // real tool and followed by the deferred placeholder. pi-rpc's tools never change within a
+    // context, so the current tools are the initial ones.
+    // Message threads: for a session that caches (pi's cacheSessionId).
+    let thread_session = opts.session_id.clone().filter(|_| {
+        compat.supports_message_threads && opts.cache_retention != CacheRetention::None
+    });
+    let native_tool_changes = compat.supports_mid_convo_system_messages
+        && compat.supports_mid_convo_tool_changes
+        && !ctx.tools.is_empty();
 
     let mut messages = ctx.messages.clone();
     normalize_tool_call_ids(&mut messages, model, normalize_tool_call_id);
 
     let mut body = Map::new();
     body.insert("model".into(), Value::from(model.id.as_str()));
-    body.insert(
-        "messages".into(),
-        Value::Array(convert_messages(
-            &messages,
-            oauth,
-            cache.as_ref(),
-            compat.allow_empty_signature,
-        )),
+    let converted = convert_messages(
+        &messages,
+        oauth,
+        cache.as_ref(),
+        compat.allow_empty_signature,
+        plan.managed_effort
+            .as_ref()
+            .map(|_| model.provider.as_str()),
     );
+    let messages = match &plan.managed_effort {
+        Some(effort) => insert_effort_markers(converted, effort),
+        None => converted.messages,
+    };
+    body.insert("messages".into(), Value::Array(messages));
     body.insert("max_tokens".into(), Value::from(plan.max_tokens));
     body.insert("stream".into(), Value::Bool(true));
     let system_block = |text: &str| {
@@ -533,22 +234,29 @@ pub fn build_request(
             Value::Array(vec![system_block(&ctx.system_prompt)]),
         );
     }
+    let mut has_preferred_strict_tools = false;
     if !ctx.tools.is_empty() {
         let tool_cache = if compat.supports_cache_control_on_tools {
             cache.as_ref()
         } else {
             None
         };
-        body.insert(
-            "tools".into(),
-            Value::Array(convert_tools(
-                &ctx.tools,
-                oauth,
-                compat.supports_eager_tool_input_streaming,
-                model.compat_bool("supportsStrictTools").unwrap_or(false),
-                tool_cache,
-            )),
+        let mut tools = convert_tools(
+            &ctx.tools,
+            oauth,
+            compat.supports_eager_tool_input_streaming,
+            compat.supports_strict_tools,
+            tool_cache,
+            disable_preferred_strict,
         );
+        has_preferred_strict_tools = tools
+            .iter()
+            .zip(&ctx.tools)
+            .any(|(sent, spec)| sent["strict"] == true && spec.strict_prefer);
+        if native_tool_changes {
+            tools.push(deferred_tool_placeholder());
+        }
+        body.insert("tools".into(), Value::Array(tools));
     }
     if let Some(t) = plan.thinking {
         body.insert("thinking".into(), t);
@@ -556,13 +264,25 @@ pub fn build_request(
     if let Some(o) = plan.output_config {
         body.insert("output_config".into(), o);
     }
+    if !compat.allowed_fallback_models.is_empty() {
+        let fallbacks: Vec<Value> = compat
+            .allowed_fallback_models
+            .iter()
+            .map(|f| json!({ "model": f.model }))
+            .collect();
+        body.insert("fallbacks".into(), Value::Array(fallbacks));
+    }
 
     let betas = betas(
         model,
         opts,
-        oauth,
-        !ctx.tools.is_empty(),
-        plan.interleaved_beta,
+        BetaFlags {
+            oauth,
+            has_tools: !ctx.tools.is_empty(),
+            interleaved: plan.interleaved_beta,
+            native_tool_changes,
+            message_threads: thread_session.is_some(),
+        },
     );
     let mut headers: Vec<(String, String)> = Vec::new();
     let mut push = |n: &str, v: &str| headers.push((n.to_owned(), v.to_owned()));
@@ -614,6 +334,11 @@ pub fn build_request(
         headers,
         body: Value::Object(body),
         oauth,
+        provider_thinking_level: plan.managed_effort,
+        has_preferred_strict_tools,
+        disabled_preferred_strict: disable_preferred_strict,
+        betas,
+        thread_session,
     })
 }
 

@@ -200,6 +200,11 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
     let tools = convert_tools(&ctx.tools, flag("supportsStrictMode"));
     let update_effort = configuration_update_effort(model, opts.thinking_level);
     let mut input = convert_input(model, ctx);
+    // The shared Responses conversion declares the tools itself for these models, with the
+    // Responses API's strictness; Codex declares its own (strict `null` by default).
+    if tool_changes {
+        input.retain(|item| item.get("type").and_then(Value::as_str) != Some("additional_tools"));
+    }
     if tool_changes && !tools.is_empty() {
         // The leading system message's tools, declared before its text.
         input.insert(

@@ -41,6 +41,7 @@ fn assistant(model: &Model, text: &str, level: Option<&str>) -> LlmMessage {
         provider: model.provider.clone(),
         model: model.id.clone(),
         provider_thinking_level: level.map(str::to_owned),
+        provider_thinking_level_early: level.is_some(),
         ..AssistantMessage::default()
     })
 }

@@ -50,7 +50,73 @@ EXTRA = [
     ("openrouter", "anthropic/claude-fable-5"),            # cache_control anthropic
     ("nvidia", "nvidia/nemotron-3.5-super-vl-120b-a12b"),  # catalog header
     ("kimi-coding", "kimi-for-coding"),
+    ("anthropic", "claude-fable-5"),                      # allowedFallbackModels
+    ("anthropic", "claude-fable-5-2"),                    # fallbacks + mid-conversation effort
 ]
+# Scenarios with their own steps: (name, provider, model, steps). The effort change: high for
+# the tool round trip, then max (earlier replies keep their effort markers), then the
+# messages as stored (providerThinkingLevel).
+STEPS = {
+    "prov_x_anthropic_effort_change": ("anthropic", "claude-opus-5-5", [
+        {"send": {"id": "t1", "type": "set_thinking_level", "level": "high"}},
+        {"wait": {"type": "response", "id": "t1"}},
+        {"send": {"id": "p1", "type": "prompt", "message": "Run echo"}},
+        {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+        {"send": {"id": "t2", "type": "set_thinking_level", "level": "max"}},
+        {"wait": {"type": "response", "id": "t2"}},
+        {"send": {"id": "p2", "type": "prompt", "message": "Now just answer"}},
+        {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+        {"send": {"id": "m1", "type": "get_messages"}},
+        {"wait": {"type": "response", "id": "m1"}},
+    ]),
+    # Claude rejects the strict tools for its limits: the request is sent again with the
+    # preferred-strict tools non-strict (a diagnostic on the reply), and the session's next
+    # prompt starts that way.
+    "prov_x_anthropic_strict_limits": ("anthropic", "claude-opus-5-5", [
+        {"send": {"id": "p1", "type": "prompt", "message": "Run echo"}},
+        {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+        {"send": {"id": "p2", "type": "prompt", "message": "Now just answer"}},
+        {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+        {"send": {"id": "m1", "type": "get_messages"}},
+        {"wait": {"type": "response", "id": "m1"}},
+    ]),
+}
+DEFAULT_STEPS = [
+    {"send": {"id": "st0", "type": "get_state"}},
+    {"wait": {"type": "response", "id": "st0"}},
+    {"send": {"id": "p1", "type": "prompt", "message": "Run echo"}},
+    {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+    {"send": {"id": "t0", "type": "set_thinking_level", "level": "off"}},
+    {"wait": {"type": "response", "id": "t0"}},
+    {"send": {"id": "p2", "type": "prompt", "message": "Now just answer"}},
+    {"wait": {"type": "agent_settled"}, "timeout_ms": 20000},
+]
+# Message threads (a `thread` create, then continues), which pi uses by default only on
+# api.anthropic.com: switched on for the mock through a models.json override.
+STEPS["prov_x_anthropic_threads"] = ("anthropic", "claude-opus-5-5", DEFAULT_STEPS)
+# Thread rejections: the continue of the tool result is answered "thread_not_found" (sent
+# again as a new thread), the second prompt's continue is rejected without a code for the
+# unknown field (sent again without thread; threads off for the session).
+STEPS["prov_x_anthropic_threads_fallback"] = ("anthropic", "claude-opus-5-5", DEFAULT_STEPS)
+THREADS_ON = {"modelOverrides": {"claude-opus-5-5": {"compat": {"supportsMessageThreads": True}}}}
+PROVIDER_FIELDS = {
+    "prov_x_anthropic_threads": THREADS_ON,
+    "prov_x_anthropic_threads_fallback": THREADS_ON,
+}
+THREAD_NOT_FOUND = {"status": 404, "raw_error_body": json.dumps({
+    "type": "error", "error": {"type": "not_found_error", "message": "thread not found",
+                               "details": {"error_code": "thread_not_found"}}})}
+THREAD_UNKNOWN = {"status": 400, "error_type": "invalid_request_error",
+                  "error_message": "thread: Extra inputs are not permitted"}
+BEFORE_SECOND = {"prov_x_anthropic_threads_fallback": [THREAD_NOT_FOUND]}
+BEFORE_THIRD = {"prov_x_anthropic_threads_fallback": [THREAD_UNKNOWN]}
+# Replies put before the usual ones, by scenario.
+FIRST_REPLIES = {
+    "prov_x_anthropic_strict_limits": [
+        {"status": 400, "error_type": "invalid_request_error",
+         "error_message": "Too many strict tools (21 > 20)"},
+    ],
+}
 
 ENV = {
     "cloudflare-workers-ai": {"CLOUDFLARE_ACCOUNT_ID": "acct"},
@@ -82,27 +148,34 @@ def main():
             api = p["apis"][row.get("a", 0)][0]
             slug = model.replace("/", "_").replace("-", "_").replace(".", "_").lower()
             picks.append((p, api, row, f"prov_x_{p['id'].replace('-', '_')}_{slug}"))
+        for name, (provider, model, _) in STEPS.items():
+            row = next((r for r in rows if r["id"] == model), None)
+            if provider == p["id"] and row is not None:
+                picks.append((p, p["apis"][row.get("a", 0)][0], row, name))
     for p, api, pick, name in picks:
         sc = {
             "description": f"Built-in provider {p['id']} ({api}) rerouted to the mock; catalog model {pick['id']}.",
             "session": "none",
             "provider": p["id"],
             "model": pick["id"],
-            "extra_providers": {p["id"]: {"baseUrl": "{{MOCK_BASE_URL}}", "apiKey": "test-key"}},
+            "extra_providers": {p["id"]: {"baseUrl": "{{MOCK_BASE_URL}}", "apiKey": "test-key",
+                                          **PROVIDER_FIELDS.get(name, {})}},
             "env": ENV.get(p["id"], {}),
-            "mock": {"replies": [
+            "mock": {"replies": FIRST_REPLIES.get(name, []) + [
                 {"blocks": [
                     {"type": "thinking", "text": "Need to run a command.", "chunk_size": 8},
                     {"type": "text", "text": "Running it.", "chunk_size": 5},
                     {"type": "tool_call", "id": "call_x_01", "name": "bash",
                      "input": {"command": "echo from-provider"}, "chunk_size": 12}],
                  "usage": {"input": 300, "output": 25, "cache_read": 100}},
+            ] + BEFORE_SECOND.get(name, []) + [
                 {"blocks": [{"type": "text", "text": "It printed from-provider."}],
                  "usage": {"input": 350, "output": 9}},
+            ] + BEFORE_THIRD.get(name, []) + [
                 {"blocks": [{"type": "text", "text": "Plain answer."}],
                  "usage": {"input": 400, "output": 3}},
             ]},
-            "steps": [
+            "steps": STEPS[name][2] if name in STEPS else [
                 {"send": {"id": "st0", "type": "get_state"}},
                 {"wait": {"type": "response", "id": "st0"}},
                 {"send": {"id": "p1", "type": "prompt", "message": "Run echo"}},
