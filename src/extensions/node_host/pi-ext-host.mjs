@@ -19,6 +19,8 @@ import { pathToFileURL } from "node:url";
 
 const PROTOCOL = 1;
 const packageDir = process.argv[2];
+const timings = process.env.PI_RPC_NODE_HOST_TIMINGS === "1";
+const started = performance.now();
 
 // ---------------------------------------------------------------------------------- output
 const rawWrite = process.stdout.write.bind(process.stdout);
@@ -75,21 +77,24 @@ async function loadPi() {
     return pi;
 }
 
-// pi's ModelRegistry for ctx.modelRegistry, built in the background (it reads models.json and
-// the auth store; extensions' own LLM calls run inside Node).
+// pi's ModelRegistry for ctx.modelRegistry (it reads models.json and the auth store;
+// extensions' own LLM calls run inside Node). Built once, during the first initialize, together
+// with loading the extensions: importing pi-ai's provider catalog is a large part of the host's
+// start-up, and a registry built later would stall the first event instead.
 let modelRegistry;
-let modelRegistryStarted = false;
-function startModelRegistry() {
-    if (modelRegistryStarted) return;
-    modelRegistryStarted = true;
+let modelRegistryPromise;
+function loadModelRegistry() {
     const url = (rel) => pathToFileURL(path.join(packageDir, rel)).href;
-    Promise.all([import(url("dist/core/model-runtime.js")), import(url("dist/core/model-registry.js"))])
+    modelRegistryPromise ??= Promise.all([
+        import(url("dist/core/model-runtime.js")),
+        import(url("dist/core/model-registry.js")),
+    ])
         .then(async ([rt, reg]) => {
             const runtime = await rt.ModelRuntime.create({ refreshOnCreate: true });
             modelRegistry = new reg.ModelRegistry(runtime);
-            for (const unit of units.values()) unit.runner.modelRegistry = modelRegistry;
         })
         .catch((err) => process.stderr.write(`pi-ext-host: ctx.modelRegistry is unavailable: ${errorText(err)}\n`));
+    return modelRegistryPromise;
 }
 
 // ------------------------------------------------------------------------- calls to pi-rpc
@@ -142,30 +147,32 @@ let cwd = process.cwd();
 let agentDir = "";
 let sessionManager;
 
+/** What the system prompt and the tool lists depend on: fetched again only when it changed. */
+let stateKey;
+
 async function refreshState(ext, withEntries) {
     try {
-        const [s, prompt] = await Promise.all([
-            call(ext, "ctx.getState", {}),
-            call(ext, "ctx.getSystemPrompt", {}).catch(() => state.systemPrompt),
-        ]);
+        const s = await call(ext, "ctx.getState", {});
         if (s && typeof s === "object") {
-            const toolsChanged = JSON.stringify(s.activeTools) !== JSON.stringify(state.activeTools);
             state.model = s.model ?? undefined;
             state.thinkingLevel = s.thinkingLevel ?? state.thinkingLevel;
             state.isIdle = s.isIdle !== false;
             state.hasPendingMessages = !!s.hasPendingMessages;
             state.session = s.session ?? state.session;
             state.activeTools = Array.isArray(s.activeTools) ? s.activeTools : state.activeTools;
-            if (toolsChanged || state.allTools.length === 0) {
-                const [all, commands] = await Promise.all([
+            const key = JSON.stringify([s.activeTools, s.isIdle, s.model?.provider, s.model?.id, s.session?.id]);
+            if (key !== stateKey) {
+                const [prompt, all, commands] = await Promise.all([
+                    call(ext, "ctx.getSystemPrompt", {}).catch(() => state.systemPrompt),
                     call(ext, "pi.getAllTools", {}).catch(() => state.allTools),
                     call(ext, "pi.getCommands", {}).catch(() => state.commands),
                 ]);
+                if (typeof prompt === "string") state.systemPrompt = prompt;
                 state.allTools = Array.isArray(all) ? all : state.allTools;
                 state.commands = Array.isArray(commands) ? commands : state.commands;
+                stateKey = key;
             }
         }
-        if (typeof prompt === "string") state.systemPrompt = prompt;
     } catch {
         // Not available yet (start-up): the copy keeps its values.
     }
@@ -389,6 +396,9 @@ async function initialize(msg) {
     agentDir = msg.agentDir || agentDir;
     if (agentDir && !process.env.PI_CODING_AGENT_DIR) process.env.PI_CODING_AGENT_DIR = agentDir;
     await loadPi();
+    if (timings && generation === 0) {
+        process.stderr.write(`pi modules ${(performance.now() - started).toFixed(1)} ms after start\n`);
+    }
     const settings = readSettings();
     if (generation === 0) {
         try {
@@ -409,14 +419,28 @@ async function initialize(msg) {
     units = new Map();
     sessionManager = pi.SessionManager.inMemory(cwd);
     state.entriesKey = undefined;
+    stateKey = undefined;
     const paths = (msg.units ?? []).map((u) => u.ext);
     const eventBus = pi.createEventBus();
     const runtime = pi.createExtensionRuntime();
-    const loaded = await pi.loadExtensions(paths, cwd, eventBus, runtime);
-    const errors = new Map(loaded.errors.map((e) => [e.path, e.error]));
-    const byPath = new Map(loaded.extensions.map((e) => [e.path, e]));
+    // pi's loader, one path at a time (as its own loop does, with the shared runtime and event
+    // bus), so each unit's load can be timed (PI_RPC_NODE_HOST_TIMINGS=1 prints it to stderr).
+    const loadAll = async () => {
+        const errors = new Map();
+        const byPath = new Map();
+        for (const p of paths) {
+            const t0 = performance.now();
+            const loaded = await pi.loadExtensions([p], cwd, eventBus, runtime);
+            for (const e of loaded.errors) errors.set(e.path, e.error);
+            for (const e of loaded.extensions) byPath.set(e.path, e);
+            if (timings) process.stderr.write(`load ${(performance.now() - t0).toFixed(1)} ms ${p}\n`);
+        }
+        return { errors, byPath };
+    };
+    const t0 = performance.now();
+    const [{ errors, byPath }] = await Promise.all([loadAll(), loadModelRegistry()]);
+    if (timings) process.stderr.write(`initialize ${(performance.now() - t0).toFixed(1)} ms, ${paths.length} units\n`);
     const answers = [];
-    const timings = [];
     for (const p of paths) {
         const extension = byPath.get(p);
         if (!extension) {
@@ -428,9 +452,7 @@ async function initialize(msg) {
         const regs = registrations(extension);
         units.set(p, { ext: p, extension, runner, sent: regs });
         answers.push({ ext: p, ...regs });
-        timings.push(p);
     }
-    startModelRegistry();
     return { protocol: PROTOCOL, units: answers };
 }
 
