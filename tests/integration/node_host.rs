@@ -447,3 +447,99 @@ fn the_setting_enables_the_host_and_a_wrong_package_dir_is_named() {
     let r = exchange(&mut agent, "s", json!({"type": "get_state"}));
     assert_eq!(r.last().map(|r| r["success"].clone()), Some(json!(true)));
 }
+
+/// The Node host's pid: the child of pi-rpc that runs the host script.
+fn host_pid(agent: &Agent) -> Option<u32> {
+    let parent = |p: &str| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid: u32 = name.parse().ok()?;
+        let cmd = std::fs::read_to_string(format!("/proc/{name}/cmdline")).ok()?;
+        (parent(&name) == Some(agent.pid()) && cmd.contains("pi-ext-host")).then_some(pid)
+    })
+}
+
+#[test]
+fn a_killed_node_host_fails_its_gates_closed_until_a_new_session() {
+    let Some(nh) = node_host("a_killed_node_host_fails_its_gates_closed_until_a_new_session")
+    else {
+        return;
+    };
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("toolu_k1", "bash", json!({"command": "touch k1.txt"}))]},
+        text_reply("Blocked."),
+        {"blocks": [tool_call("toolu_k2", "write", json!({"path": ".env", "content": "x"}))]},
+        text_reply("Blocked by the gate.")
+    ]}));
+    let mut agent = start(
+        &nh,
+        &mock,
+        &[
+            ("extensions/a-gate.ts", PROTECTED_PATHS),
+            ("extensions/b-tools.ts", TOOLS_AND_COMMANDS),
+        ],
+    );
+    let gate = ext_path(&agent, "extensions/a-gate.ts");
+    let tools = ext_path(&agent, "extensions/b-tools.ts");
+    exchange(&mut agent, "s0", json!({"type": "get_state"}));
+    let pid = host_pid(&agent).expect("the Node host runs");
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status();
+
+    let recs = run_prompt(&mut agent, "p1", "touch");
+    let exited = "extension process exited (signal SIGKILL)";
+    let errors: Vec<Value> = recs
+        .iter()
+        .filter(|r| r["type"] == "extension_error")
+        .cloned()
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            json!({"type": "extension_error", "extensionPath": gate, "event": "process", "error": exited}),
+            json!({"type": "extension_error", "extensionPath": tools, "event": "process", "error": exited}),
+        ],
+        "one process error per unit of the host"
+    );
+    let (_, end) = find(
+        &recs,
+        json!({"type": "tool_execution_end", "toolCallId": "toolu_k1"}),
+    );
+    assert_eq!(
+        end,
+        blocked_end(
+            "toolu_k1",
+            "bash",
+            &format!("Extension {gate} is not running")
+        )
+    );
+    assert!(!agent.cwd.join("k1.txt").exists());
+
+    // A session replacement starts one new host for both units; the gate works again.
+    let r = agent.request("n1", json!({"type": "new_session"}));
+    assert_eq!(r["data"], json!({"cancelled": false}), "{r}");
+    assert!(host_pid(&agent).is_some_and(|p| p != pid));
+    let recs = run_prompt(&mut agent, "p2", "write .env");
+    let (_, end) = find(
+        &recs,
+        json!({"type": "tool_execution_end", "toolCallId": "toolu_k2"}),
+    );
+    assert_eq!(
+        end,
+        blocked_end("toolu_k2", "write", "Path \".env\" is protected")
+    );
+    let gc = exchange(&mut agent, "gc", json!({"type": "get_commands"}));
+    assert_eq!(
+        gc.last().map(|r| r["data"]["commands"][0]["name"].clone()),
+        Some(json!("where"))
+    );
+}
