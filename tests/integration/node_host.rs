@@ -543,3 +543,128 @@ fn a_killed_node_host_fails_its_gates_closed_until_a_new_session() {
         Some(json!("where"))
     );
 }
+
+fn saw(name: &str) -> String {
+    format!(
+        r#"
+export default function (pi: any) {{
+  pi.registerFlag("loud-{name}", {{ type: "boolean", default: false, description: "Shout" }});
+  pi.on("tool_call", async (event: any, ctx: any) => {{
+    ctx.ui.notify(`{name} saw ${{event.input.command}} loud=${{pi.getFlag("loud-{name}")}}`, "info");
+  }});
+}}
+"#
+    )
+}
+
+#[test]
+fn node_units_and_process_extensions_keep_one_load_order_and_get_their_flags() {
+    let Some(nh) =
+        node_host("node_units_and_process_extensions_keep_one_load_order_and_get_their_flags")
+    else {
+        return;
+    };
+    let Some(py) = crate::support::ext::python(
+        "node_units_and_process_extensions_keep_one_load_order_and_get_their_flags",
+    ) else {
+        return;
+    };
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("toolu_o1", "bash", json!({"command": "true"}))]},
+        text_reply("Done.")
+    ]}));
+    let builder = nh
+        .enable(agent_for(&mock))
+        .args(["--loud-c"])
+        .agent_file("extensions/a.ts", &saw("a"))
+        .agent_file("extensions/c.ts", &saw("c"));
+    let mut agent = crate::support::ext::python_extension(
+        builder,
+        &py,
+        "b-py",
+        r#"
+        def initialize(msg):
+            return {"subscriptions": [{"event": "tool_call"}]}
+
+        def on_event(event, scope):
+            fire(scope, "ui.notify", message="b saw " + event["input"]["command"])
+            return None
+        "#,
+    )
+    .spawn();
+    let recs = run_prompt(&mut agent, "p1", "run true");
+    let notes: Vec<Value> = recs
+        .iter()
+        .filter(|r| r["type"] == "extension_ui_request" && r["method"] == "notify")
+        .map(|r| r["message"].clone())
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            json!("a saw true loud=false"),
+            json!("b saw true"),
+            json!("c saw true loud=true")
+        ]
+    );
+}
+
+const STATE_EVENTS: &str = r#"
+export default function (pi: any) {
+  pi.on("session_info_changed", async (event: any, ctx: any) => {
+    ctx.ui.notify(`name ${pi.getSessionName()} idle=${ctx.isIdle()}`, "info");
+  });
+  pi.on("thinking_level_select", async (event: any, ctx: any) => {
+    ctx.ui.notify(`level ${event.level} ${pi.getThinkingLevel()}`, "info");
+  });
+  pi.on("model_select", async (event: any, ctx: any) => {
+    ctx.ui.notify(`model ${event.model.id} ${ctx.model?.id}`, "info");
+  });
+}
+"#;
+
+#[test]
+fn state_events_see_the_refreshed_state_copy_without_deadlock() {
+    let Some(nh) = node_host("state_events_see_the_refreshed_state_copy_without_deadlock") else {
+        return;
+    };
+    let mock = no_llm();
+    let mut agent = start(&nh, &mock, &[("extensions/state.ts", STATE_EVENTS)]);
+    let recs = exchange(
+        &mut agent,
+        "n",
+        json!({"type": "set_session_name", "name": "demo"}),
+    );
+    let (_, n) = find(
+        &recs,
+        json!({"type": "extension_ui_request", "method": "notify"}),
+    );
+    assert_eq!(n["message"], "name demo idle=true");
+    let recs = exchange(
+        &mut agent,
+        "t",
+        json!({"type": "set_thinking_level", "level": "high"}),
+    );
+    let (_, n) = find(
+        &recs,
+        json!({"type": "extension_ui_request", "method": "notify"}),
+    );
+    assert_eq!(n["message"], "level high high");
+    let recs = exchange(
+        &mut agent,
+        "m",
+        json!({"type": "set_model", "provider": "mock", "modelId": "mock-haiku"}),
+    );
+    let r = recs.last().cloned().unwrap_or_default();
+    assert_eq!(r["success"], true, "{r}");
+    let notes: Vec<Value> = agent
+        .drain(std::time::Duration::from_millis(500))
+        .into_iter()
+        .chain(recs)
+        .filter(|r| r["type"] == "extension_ui_request" && r["method"] == "notify")
+        .map(|r| r["message"].clone())
+        .collect();
+    assert!(
+        notes.contains(&json!("model mock-haiku mock-haiku")),
+        "{notes:?}"
+    );
+}
