@@ -214,7 +214,7 @@ function activeExt() {
     return current()?.ext ?? units.keys().next().value;
 }
 
-function uiContext(theme) {
+function uiContext() {
     const scope = () => current()?.id;
     const ext = () => activeExt();
     const dialog = async (method, params, fallback, signal) => {
@@ -259,7 +259,8 @@ function uiContext(theme) {
         setEditorComponent: () => {},
         getEditorComponent: () => undefined,
         get theme() {
-            return theme;
+            // pi's global theme, initialised as pi's RPC mode does (a live binding).
+            return pi.theme.theme;
         },
         getAllThemes: () => [],
         getTheme: () => undefined,
@@ -333,7 +334,7 @@ function bindRunner(runner, mode, hasUI) {
         switchSession: (sessionPath) => call(ext(), "ctx.switchSession", { sessionPath }, scope()),
         reload: () => call(ext(), "ctx.reload", {}, scope()),
     });
-    if (hasUI) runner.setUIContext(uiContext(pi.theme.theme), mode);
+    if (hasUI) runner.setUIContext(uiContext(), mode);
     runner.onError((err) => {
         send({ type: "error", ext: err.extensionPath, event: err.event, error: err.error });
     });
