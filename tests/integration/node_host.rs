@@ -491,13 +491,17 @@ fn a_killed_node_host_fails_its_gates_closed_until_a_new_session() {
     let tools = ext_path(&agent, "extensions/b-tools.ts");
     exchange(&mut agent, "s0", json!({"type": "get_state"}));
     let pid = host_pid(&agent).expect("the Node host runs");
+    let from = agent.records.len();
     let _ = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status();
-
-    let recs = run_prompt(&mut agent, "p1", "touch");
+    // The exit is reported at once, once per unit of the host.
     let exited = "extension process exited (signal SIGKILL)";
-    let errors: Vec<Value> = recs
+    agent.wait_for_timeout(
+        json!({"type": "extension_error", "extensionPath": tools, "event": "process"}),
+        LONG,
+    );
+    let errors: Vec<Value> = agent.records[from..]
         .iter()
         .filter(|r| r["type"] == "extension_error")
         .cloned()
@@ -510,6 +514,9 @@ fn a_killed_node_host_fails_its_gates_closed_until_a_new_session() {
         ],
         "one process error per unit of the host"
     );
+
+    let recs = run_prompt(&mut agent, "p1", "touch");
+    assert_eq!(ext_records(&recs), Vec::<Value>::new());
     let (_, end) = find(
         &recs,
         json!({"type": "tool_execution_end", "toolCallId": "toolu_k1"}),
