@@ -388,7 +388,7 @@ impl Extensions {
         for unit in &host.units {
             let result = if unit.node {
                 node_results
-                    .get_or_insert_with(|| host.initialize_node_units("startup"))
+                    .get_or_insert_with(|| host.initialize_node_units("startup", false))
                     .remove(&unit.path)
                     .unwrap_or_else(|| Err("Failed to load extension: no initialize result".into()))
             } else {
@@ -455,11 +455,19 @@ impl Extensions {
 
     /// The `initialize` handshake of the Node host: one request for all Node units (pi's loader
     /// loads them with one shared runtime and event bus, §B15); each unit's result by path.
+    /// With `only_alive`, units whose process could not be started again are left out (their
+    /// failure was reported already).
     pub(super) fn initialize_node_units(
         &self,
         reason: &str,
+        only_alive: bool,
     ) -> HashMap<String, Result<(), String>> {
-        let units: Vec<Arc<Unit>> = self.units.iter().filter(|u| u.node).cloned().collect();
+        let units: Vec<Arc<Unit>> = self
+            .units
+            .iter()
+            .filter(|u| u.node && (!only_alive || u.alive_process().is_some()))
+            .cloned()
+            .collect();
         let proc = units.iter().find_map(|u| u.process());
         let results = match proc {
             None => Err(InitError::Host("extension process is not running".into())),
@@ -812,10 +820,10 @@ impl Extensions {
         for unit in self
             .units
             .iter()
-            .filter(|u| u.node && u.process().is_some())
+            .filter(|u| u.node && u.alive_process().is_some())
         {
             let result = node_results
-                .get_or_insert_with(|| self.initialize_node_units(reason))
+                .get_or_insert_with(|| self.initialize_node_units(reason, true))
                 .remove(&unit.path)
                 .unwrap_or(Ok(()));
             if let Err(e) = result {
