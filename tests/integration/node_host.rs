@@ -675,3 +675,71 @@ fn state_events_see_the_refreshed_state_copy_without_deadlock() {
         "{notes:?}"
     );
 }
+
+const PROBE: &str = r#"
+export default function (pi: any) {
+  pi.registerCommand("probe", {
+    description: "Probe the API",
+    handler: async (args: string, ctx: any) => {
+      const out: any = {
+        fg: ctx.ui.theme.fg("accent", "hi"),
+        bold: ctx.ui.theme.bold("b"),
+        mode: ctx.mode, hasUI: ctx.hasUI, idle: ctx.isIdle(),
+        model: ctx.model?.id, provider: ctx.model?.provider,
+        active: pi.getActiveTools(),
+        commands: pi.getCommands().map((c: any) => c.name),
+        entries: ctx.sessionManager.getEntries().map((e: any) => e.type),
+        name: pi.getSessionName() ?? null,
+        pending: ctx.hasPendingMessages(),
+        editor: ctx.ui.getEditorText(),
+        custom: (await ctx.ui.custom(() => null)) ?? null,
+        expanded: ctx.ui.getToolsExpanded(),
+        setTheme: ctx.ui.setTheme("x"),
+        args,
+      };
+      ctx.ui.notify(JSON.stringify(out), "info");
+    },
+  });
+}
+"#;
+
+/// What pi 1.6.0's RPC mode gives the same probe after the same steps (observed with
+/// `run_scenario.py` against the reference pi): pi's theme escapes, the session copy, the state
+/// copy and the degraded TUI calls.
+#[test]
+fn pi_s_synchronous_api_reads_what_pi_reads() {
+    let Some(nh) = node_host("pi_s_synchronous_api_reads_what_pi_reads") else {
+        return;
+    };
+    let mock = MockLlm::start(json!({"replies": [text_reply("Hello.")]}));
+    let mut agent = start(&nh, &mock, &[("extensions/probe.ts", PROBE)]);
+    run_prompt(&mut agent, "p0", "hi");
+    exchange(
+        &mut agent,
+        "n",
+        json!({"type": "set_session_name", "name": "sess"}),
+    );
+    let recs = exchange(
+        &mut agent,
+        "p1",
+        json!({"type": "prompt", "message": "/probe some args"}),
+    );
+    let (_, n) = find(
+        &recs,
+        json!({"type": "extension_ui_request", "method": "notify"}),
+    );
+    let probe: Value = serde_json::from_str(n["message"].as_str().unwrap_or("null")).unwrap();
+    assert_eq!(
+        probe,
+        json!({"fg": "\u{1b}[38;5;5mhi\u{1b}[39m", "bold": "b", "mode": "rpc", "hasUI": true,
+               "idle": true, "model": "mock-sonnet", "provider": "mock",
+               "active": ["read", "bash", "edit", "write"],
+               "commands": ["probe", "llama", "mcp"],
+               "entries": ["model_change", "thinking_level_change", "message", "message",
+                           "message", "session_info"],
+               "name": "sess", "pending": false, "editor": "", "custom": null,
+               "expanded": false,
+               "setTheme": {"success": false, "error": "Theme switching not supported in RPC mode"},
+               "args": "some args"})
+    );
+}
