@@ -743,3 +743,48 @@ fn pi_s_synchronous_api_reads_what_pi_reads() {
                "args": "some args"})
     );
 }
+
+const LATE: &str = r#"
+export default function (pi: any) {
+  pi.registerCommand("arm", {
+    description: "Registers the rest",
+    handler: async () => {
+      pi.registerCommand("later", { description: "Registered by /arm", handler: async () => {} });
+      pi.on("tool_call", async (event: any) => ({ block: true, reason: "armed: " + event.toolName }));
+    },
+  });
+}
+"#;
+
+#[test]
+fn registrations_made_after_loading_reach_pi_rpc() {
+    let Some(nh) = node_host("registrations_made_after_loading_reach_pi_rpc") else {
+        return;
+    };
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("toolu_l1", "bash", json!({"command": "true"}))]},
+        text_reply("Blocked.")
+    ]}));
+    let mut agent = start(&nh, &mock, &[("extensions/late.ts", LATE)]);
+    let recs = exchange(
+        &mut agent,
+        "a",
+        json!({"type": "prompt", "message": "/arm"}),
+    );
+    assert_eq!(recs.last(), Some(&handled("a")));
+    let gc = exchange(&mut agent, "gc", json!({"type": "get_commands"}));
+    let names: Vec<Value> = gc
+        .last()
+        .and_then(|r| r["data"]["commands"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c["name"].clone())
+        .collect();
+    assert_eq!(names[..2], [json!("arm"), json!("later")]);
+    let recs = run_prompt(&mut agent, "p1", "run");
+    let (_, end) = find(
+        &recs,
+        json!({"type": "tool_execution_end", "toolCallId": "toolu_l1"}),
+    );
+    assert_eq!(end, blocked_end("toolu_l1", "bash", "armed: bash"));
+}

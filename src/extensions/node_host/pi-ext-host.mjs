@@ -376,8 +376,25 @@ function registrations(extension) {
 
 /** Sends `register` for what units registered since pi-rpc last heard (pi allows `on` and
  * `registerTool` at any time). */
+const definitionIds = new WeakMap();
+let nextDefinitionId = 1;
+/** A cheap fingerprint of what a unit registered: event names, command and tool objects. */
+function signature(extension) {
+    const id = (o) => {
+        if (!definitionIds.has(o)) definitionIds.set(o, nextDefinitionId++);
+        return definitionIds.get(o);
+    };
+    const events = [...extension.handlers.entries()].filter(([, h]) => h.length > 0).map(([e]) => e);
+    const commands = [...extension.commands.values()].map(id);
+    const tools = [...extension.tools.values()].map((t) => id(t.definition));
+    return `${events.join(",")}|${commands.join(",")}|${tools.join(",")}`;
+}
+
 function sendRegistrations() {
     for (const unit of units.values()) {
+        const sig = signature(unit.extension);
+        if (sig === unit.signature) continue;
+        unit.signature = sig;
         const now = registrations(unit.extension);
         const sent = unit.sent;
         const fresh = (list, prev) => list.filter((x) => !prev.some((p) => JSON.stringify(p) === JSON.stringify(x)));
@@ -451,7 +468,7 @@ async function initialize(msg) {
         const runner = new pi.ExtensionRunner([extension], runtime, cwd, sessionManager, modelRegistry);
         bindRunner(runner, msg.mode ?? "rpc", msg.hasUI !== false);
         const regs = registrations(extension);
-        units.set(p, { ext: p, extension, runner, sent: regs });
+        units.set(p, { ext: p, extension, runner, sent: regs, signature: signature(extension) });
         answers.push({ ext: p, ...regs });
     }
     return { protocol: PROTOCOL, units: answers };
