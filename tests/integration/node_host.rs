@@ -753,6 +753,12 @@ export default function (pi: any) {
       pi.on("tool_call", async (event: any) => ({ block: true, reason: "armed: " + event.toolName }));
     },
   });
+  pi.registerCommand("list", {
+    description: "Lists the commands pi.getCommands() knows",
+    handler: async (_args: string, ctx: any) => {
+      ctx.ui.notify(pi.getCommands().map((c: any) => c.name).join(" "), "info");
+    },
+  });
 }
 "#;
 
@@ -780,7 +786,17 @@ fn registrations_made_after_loading_reach_pi_rpc() {
         .iter()
         .map(|c| c["name"].clone())
         .collect();
-    assert_eq!(names[..2], [json!("arm"), json!("later")]);
+    assert_eq!(names[..3], [json!("arm"), json!("list"), json!("later")]);
+    let recs = exchange(
+        &mut agent,
+        "l",
+        json!({"type": "prompt", "message": "/list"}),
+    );
+    let (_, n) = find(
+        &recs,
+        json!({"type": "extension_ui_request", "method": "notify"}),
+    );
+    assert_eq!(n["message"], "arm list later llama mcp");
     let recs = run_prompt(&mut agent, "p1", "run");
     let (_, end) = find(
         &recs,

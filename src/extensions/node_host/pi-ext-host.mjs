@@ -149,6 +149,8 @@ let sessionManager;
 
 /** What the system prompt and the tool lists depend on: fetched again only when it changed. */
 let stateKey;
+/** Counts `register` messages: new commands or tools change pi.getCommands / getAllTools. */
+let registrationsSent = 0;
 
 async function refreshState(ext, withEntries) {
     try {
@@ -160,7 +162,14 @@ async function refreshState(ext, withEntries) {
             state.hasPendingMessages = !!s.hasPendingMessages;
             state.session = s.session ?? state.session;
             state.activeTools = Array.isArray(s.activeTools) ? s.activeTools : state.activeTools;
-            const key = JSON.stringify([s.activeTools, s.isIdle, s.model?.provider, s.model?.id, s.session?.id]);
+            const key = JSON.stringify([
+                s.activeTools,
+                s.isIdle,
+                s.model?.provider,
+                s.model?.id,
+                s.session?.id,
+                registrationsSent,
+            ]);
             if (key !== stateKey) {
                 const [prompt, all, commands] = await Promise.all([
                     call(ext, "ctx.getSystemPrompt", {}).catch(() => state.systemPrompt),
@@ -403,6 +412,7 @@ function sendRegistrations() {
         const tools = fresh(now.tools, sent.tools);
         if (subscriptions.length || commands.length || tools.length) {
             send({ type: "register", ext: unit.ext, subscriptions, commands, tools });
+            registrationsSent++;
             unit.sent = now;
         }
     }
