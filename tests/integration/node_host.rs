@@ -804,3 +804,52 @@ fn registrations_made_after_loading_reach_pi_rpc() {
     );
     assert_eq!(end, blocked_end("toolu_l1", "bash", "armed: bash"));
 }
+
+const WAITS_FOR_ABORT: &str = r#"
+export default function (pi: any) {
+  pi.registerTool({
+    name: "wait_forever",
+    label: "Wait",
+    description: "Waits until aborted",
+    parameters: { type: "object", properties: {} },
+    async execute(_id: string, _params: any, signal: any) {
+      await new Promise((resolve) => signal?.addEventListener("abort", resolve, { once: true }));
+      return { content: [{ type: "text", text: "stopped: " + String(signal?.aborted) }], details: {} };
+    },
+  });
+}
+"#;
+
+#[test]
+fn abort_reaches_a_running_ts_tool_through_its_signal() {
+    let Some(nh) = node_host("abort_reaches_a_running_ts_tool_through_its_signal") else {
+        return;
+    };
+    let mock = MockLlm::start(json!({"replies": [
+        {"blocks": [tool_call("toolu_w", "wait_forever", json!({}))]},
+        text_reply("unused")
+    ]}));
+    let mut agent = start(&nh, &mock, &[("extensions/wait.ts", WAITS_FOR_ABORT)]);
+    let from = agent.records.len();
+    agent.send(json!({"id": "p1", "type": "prompt", "message": "wait"}));
+    agent.wait_for_timeout(
+        json!({"type": "tool_execution_start", "toolCallId": "toolu_w"}),
+        LONG,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let asked = std::time::Instant::now();
+    agent.send(json!({"id": "a1", "type": "abort"}));
+    agent.wait_for_timeout(json!({"type": "agent_settled"}), LONG);
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(3),
+        "abort took {:?}",
+        asked.elapsed()
+    );
+    assert_eq!(agent.response("a1")["success"], true);
+    let recs = agent.records[from..].to_vec();
+    find(
+        &recs,
+        json!({"type": "tool_execution_end", "toolCallId": "toolu_w"}),
+    );
+    find(&recs, json!({"type": "agent_end"}));
+}
