@@ -853,3 +853,30 @@ fn abort_reaches_a_running_ts_tool_through_its_signal() {
     );
     find(&recs, json!({"type": "agent_end"}));
 }
+
+#[test]
+fn a_too_old_node_fails_every_ts_unit_with_its_version() {
+    // A stand-in `node` that reports an old version: no Node needed.
+    let dir = crate::support::TempDir::new("old-node");
+    dir.write("node", "#!/bin/sh\necho v22.18.0\n");
+    let fake = dir.path().join("node");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mock = no_llm();
+    let fake_text = fake.to_string_lossy().into_owned();
+    let mut agent = agent_for(&mock)
+        .settings(json!({"piRpc": {"nodeExtensionHost": {"node": fake_text}}}))
+        .agent_file("extensions/a.ts", "export default function (pi) {}\n")
+        .agent_file("extensions/b.js", "export default function (pi) {}\n")
+        .spawn();
+    let path = ext_path(&agent, "extensions/a.ts");
+    assert_load_failure(&mut agent, &path, |m| {
+        m == format!(
+            "Failed to load extension: the Node extension host needs Node.js 22.19.0 or later, \
+             but `{fake_text}` is v22.18.0; install Node.js 22.19 or later, or name it with \
+             piRpc.nodeExtensionHost.node or PI_RPC_NODE"
+        )
+    });
+}
