@@ -355,6 +355,37 @@ mod tests {
     }
 
     #[test]
+    fn the_pi_package_is_found_from_pi_on_path_through_its_symlink() {
+        let root = std::env::temp_dir().join(format!("pi-rpc-nodehost-pkg-{}", std::process::id()));
+        let pkg = root.join("lib/node_modules/@earendil-works/pi-coding-agent");
+        let bin = root.join("bin");
+        let made = std::fs::create_dir_all(pkg.join("dist"))
+            .and_then(|()| std::fs::create_dir_all(&bin))
+            .and_then(|()| std::fs::write(pkg.join("dist/cli.js"), "#!/usr/bin/env node\n"))
+            .and_then(|()| {
+                std::fs::write(
+                    pkg.join("package.json"),
+                    r#"{"name": "@earendil-works/pi-coding-agent"}"#,
+                )
+            })
+            .and_then(|()| std::os::unix::fs::symlink(pkg.join("dist/cli.js"), bin.join("pi")));
+        assert!(made.is_ok(), "{made:?}");
+        let lookup = Lookup {
+            path: Some(bin.clone().into_os_string()),
+            ..Lookup::default()
+        };
+        let found = find_package(None, &lookup).ok();
+        assert_eq!(found, std::fs::canonicalize(&pkg).ok());
+        // A configured directory wins, and a wrong one is named.
+        let wrong = find_package(Some(&bin), &lookup).err().unwrap_or_default();
+        assert!(
+            wrong.contains("piRpc.nodeExtensionHost.piPackageDir names"),
+            "{wrong}"
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
     fn the_script_is_written_once_by_content() {
         let dir = std::env::temp_dir().join(format!("pi-rpc-nodehost-{}", std::process::id()));
         let a = write_script(&dir).unwrap_or_default();
