@@ -880,3 +880,43 @@ fn a_too_old_node_fails_every_ts_unit_with_its_version() {
         )
     });
 }
+
+#[test]
+fn ts_syntax_errors_and_missing_factories_are_pi_s_load_failures() {
+    let Some(nh) = node_host("ts_syntax_errors_and_missing_factories_are_pi_s_load_failures")
+    else {
+        return;
+    };
+    let mock = no_llm();
+    let mut agent = start(
+        &nh,
+        &mock,
+        &[(
+            "extensions/bad.ts",
+            "export default function (pi: any) { let x = ; }\n",
+        )],
+    );
+    let path = ext_path(&agent, "extensions/bad.ts");
+    // pi's text (observed with pi 1.6.0 for this file): jiti's message, whose second line
+    // names the place.
+    assert_load_failure(&mut agent, &path, |m| {
+        m == "Failed to load extension: ParseError: Unexpected token  "
+    });
+    assert!(
+        agent.stderr().contains(&format!("\n {path}:1:44\n")),
+        "{}",
+        agent.stderr()
+    );
+    let mut agent = start(
+        &nh,
+        &mock,
+        &[
+            ("extensions/a-fine.ts", PROTECTED_PATHS),
+            ("extensions/b-none.ts", "export const x = 1;\n"),
+        ],
+    );
+    let path = ext_path(&agent, "extensions/b-none.ts");
+    assert_load_failure(&mut agent, &path, |m| {
+        m == format!("Extension does not export a valid factory function: {path}")
+    });
+}
