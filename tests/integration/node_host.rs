@@ -920,3 +920,25 @@ fn ts_syntax_errors_and_missing_factories_are_pi_s_load_failures() {
         m == format!("Extension does not export a valid factory function: {path}")
     });
 }
+
+const AT_START: &str = r#"
+export default function (pi: any) {
+  pi.on("session_start", async (event: any, ctx: any) => {
+    ctx.ui.notify(`start ${event.reason} ${ctx.model?.id} ${pi.getActiveTools().length} ${ctx.sessionManager.getEntries().length}`, "info");
+  });
+}
+"#;
+
+#[test]
+fn session_start_handlers_read_the_state_copy() {
+    let Some(nh) = node_host("session_start_handlers_read_the_state_copy") else {
+        return;
+    };
+    let mock = no_llm();
+    let mut agent = start(&nh, &mock, &[("extensions/start.ts", AT_START)]);
+    let n = agent.wait_for_timeout(
+        json!({"type": "extension_ui_request", "method": "notify"}),
+        LONG,
+    );
+    assert_eq!(n["message"], "start startup mock-sonnet 4 2");
+}
