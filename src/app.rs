@@ -110,6 +110,11 @@ pub fn build(cli: &Cli) -> Result<Startup, StartupError> {
                 Mode::Json => "json",
                 Mode::Text => "print",
             },
+            node_host: crate::extensions::node_host::NodeHostSetting::read(
+                settings.get_global(&["piRpc", "nodeExtensionHost"]),
+                std::env::var("PI_RPC_NODE_EXTENSION_HOST").ok().as_deref(),
+                &agent_dir,
+            ),
             mcp: (!cli.no_extensions && !cli.no_mcp).then(|| crate::mcp::service::McpOptions {
                 agent_dir: agent_dir.clone(),
                 cwd: cwd.clone(),

@@ -111,8 +111,13 @@ impl Extensions {
 
 impl Inbox for Extensions {
     fn message(&self, proc: &Arc<ExtProcess>, msg: Map<String, Value>) {
-        let Some(unit) = self.unit_of(proc) else {
-            return;
+        let ext = msg.get("ext").and_then(Value::as_str);
+        let Some(unit) = self.unit_of(proc, ext) else {
+            let text = match ext {
+                Some(e) => format!("a message for unknown unit {e}"),
+                None => "a message without \"ext\" from a process hosting several units".into(),
+            };
+            return self.error(&proc.name, "protocol", text);
         };
         match msg.get("type").and_then(Value::as_str).unwrap_or_default() {
             "call" => self.handle_call(proc, &unit, &msg),
@@ -135,7 +140,7 @@ impl Inbox for Extensions {
 
     fn protocol_error(&self, proc: &Arc<ExtProcess>, text: String) {
         let path = self
-            .unit_of(proc)
+            .unit_of(proc, None)
             .map_or_else(|| proc.name.clone(), |u| u.path.clone());
         self.error(&path, "protocol", text);
     }
@@ -145,8 +150,8 @@ impl Inbox for Extensions {
         if self.stopping.load(Ordering::SeqCst) || self.initializing.load(Ordering::SeqCst) {
             return;
         }
-        if let Some(u) = self.unit_of(proc) {
-            self.error(&u.path, "process", text);
+        for u in self.units_of(proc) {
+            self.error(&u.path, "process", text.clone());
         }
     }
 }

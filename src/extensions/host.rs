@@ -73,6 +73,8 @@ pub(crate) struct HostOptions {
     pub mode: &'static str,
     /// MCP support (`builtin:mcp`, `mcp.md`): `None` with `--no-mcp` / `--no-extensions`.
     pub mcp: Option<crate::mcp::service::McpOptions>,
+    /// The Node extension host (§B15) for `.ts` / `.js` units.
+    pub node_host: super::node_host::NodeHostSetting,
 }
 
 /// One extension unit.
@@ -81,6 +83,8 @@ pub(crate) struct Unit {
     pub path: String,
     pub(super) source_info: Value,
     pub(super) launch: Launch,
+    /// A `.ts` / `.js` unit: it shares the one Node host process with the other Node units.
+    pub(super) node: bool,
     pub(super) proc: Mutex<Option<Arc<ExtProcess>>>,
     pub(super) regs: Mutex<Registrations>,
 }
@@ -240,11 +244,37 @@ impl Extensions {
         });
     }
 
-    pub(super) fn unit_of(&self, proc: &Arc<ExtProcess>) -> Option<Arc<Unit>> {
+    /// The units `proc` hosts, in load order (one for a process extension, every Node unit
+    /// for the Node host).
+    pub(super) fn units_of(&self, proc: &Arc<ExtProcess>) -> Vec<Arc<Unit>> {
         self.units
             .iter()
-            .find(|u| u.process().is_some_and(|p| Arc::ptr_eq(&p, proc)))
+            .filter(|u| u.process().is_some_and(|p| Arc::ptr_eq(&p, proc)))
             .cloned()
+            .collect()
+    }
+
+    /// The unit a message of `proc` is about: the one its `ext` names, or the process's only
+    /// unit (a single-unit process may omit `ext`, §B4).
+    pub(super) fn unit_of(&self, proc: &Arc<ExtProcess>, ext: Option<&str>) -> Option<Arc<Unit>> {
+        let mut units = self.units_of(proc);
+        if let Some(u) = ext.and_then(|e| units.iter().find(|u| u.path == e)) {
+            return Some(Arc::clone(u));
+        }
+        (units.len() == 1).then(|| units.remove(0))
+    }
+
+    /// Every running process once (the Node host serves several units).
+    pub(super) fn processes(&self) -> Vec<Arc<ExtProcess>> {
+        let mut out: Vec<Arc<ExtProcess>> = Vec::new();
+        for u in &self.units {
+            if let Some(p) = u.process() {
+                if !out.iter().any(|q| Arc::ptr_eq(q, &p)) {
+                    out.push(p);
+                }
+            }
+        }
+        out
     }
 }
 
@@ -283,10 +313,9 @@ pub(super) fn launch_of(unit: &FoundUnit) -> Result<Launch, String> {
             argv: vec![unit.path.to_string_lossy().into_owned()],
             env: Vec::new(),
         }),
-        UnitKind::Node => Err(
-            "TypeScript/JavaScript extensions need the Node extension host \
-             (set piRpc.nodeExtensionHost in settings.json or PI_RPC_NODE_EXTENSION_HOST=1)"
-                .into(),
+        UnitKind::Node => super::node_host::prepare(
+            &super::node_host::NodeHostSetting::Off,
+            &super::node_host::Lookup::default(),
         ),
         UnitKind::Package => {
             Err("extension packages (the packages setting) are not supported by pi-rpc yet".into())
@@ -306,9 +335,24 @@ impl Extensions {
         out: Output,
     ) -> Result<Arc<Extensions>, LoadFailure> {
         let mut units = Vec::new();
+        // The Node host is prepared once, for the first `.ts` / `.js` unit.
+        let mut node_launch: Option<Result<Launch, String>> = None;
         for f in &found {
             let path = f.path.to_string_lossy().into_owned();
-            let launch = launch_of(f).map_err(|e| LoadFailure {
+            let node = f.kind == UnitKind::Node;
+            let launch = if node {
+                node_launch
+                    .get_or_insert_with(|| {
+                        super::node_host::prepare(
+                            &opts.node_host,
+                            &super::node_host::Lookup::from_env(&opts.agent_dir),
+                        )
+                    })
+                    .clone()
+            } else {
+                launch_of(f)
+            };
+            let launch = launch.map_err(|e| LoadFailure {
                 path: path.clone(),
                 message: format!("Failed to load extension: {e}"),
             })?;
@@ -316,6 +360,7 @@ impl Extensions {
                 source_info: source_info(f, &opts),
                 path,
                 launch,
+                node,
                 proc: Mutex::new(None),
                 regs: Mutex::new(Registrations::default()),
             }));
@@ -339,8 +384,17 @@ impl Extensions {
             }
         }
         host.initializing.store(true, Ordering::SeqCst);
+        let mut node_results: Option<HashMap<String, Result<(), String>>> = None;
         for unit in &host.units {
-            if let Err(message) = host.initialize(unit, "startup") {
+            let result = if unit.node {
+                node_results
+                    .get_or_insert_with(|| host.initialize_node_units("startup", false))
+                    .remove(&unit.path)
+                    .unwrap_or_else(|| Err("Failed to load extension: no initialize result".into()))
+            } else {
+                host.initialize(unit, "startup")
+            };
+            if let Err(message) = result {
                 host.stop_all();
                 return Err(LoadFailure {
                     path: unit.path.clone(),
@@ -357,8 +411,25 @@ impl Extensions {
             Some(me) => me,
             None => return Err("the extension host is gone".into()),
         };
+        if unit.node {
+            // One Node host serves every Node unit.
+            let running = self
+                .units
+                .iter()
+                .filter(|u| u.node && !Arc::ptr_eq(u, unit))
+                .find_map(|u| u.alive_process());
+            if let Some(p) = running {
+                *unit.proc.lock() = Some(p);
+                return Ok(());
+            }
+        }
+        let name = if unit.node {
+            "node-host"
+        } else {
+            unit.path.as_str()
+        };
         let proc = ExtProcess::spawn(
-            &unit.path,
+            name,
             &unit.launch.argv,
             &unit.launch.env,
             &self.opts.cwd,
@@ -373,16 +444,59 @@ impl Extensions {
     /// `Failed to load extension: …` texts, or a unit's own `error` as it sent it (a Node-host
     /// unit sends pi's texts, prefix included; §B3).
     pub(super) fn initialize(&self, unit: &Arc<Unit>, reason: &str) -> Result<(), String> {
-        self.handshake(unit, reason).map_err(|e| match e {
-            InitError::Host(text) => format!("Failed to load extension: {text}"),
-            InitError::Unit(text) => text,
-        })
+        let Some(proc) = unit.process() else {
+            return Err("Failed to load extension: extension process is not running".into());
+        };
+        match self.handshake(&proc, std::slice::from_ref(unit), reason) {
+            Err(e) => Err(e.text()),
+            Ok(mut results) => results.pop().unwrap_or(Ok(())).map_err(|e| e.text()),
+        }
     }
 
-    fn handshake(&self, unit: &Arc<Unit>, reason: &str) -> Result<(), InitError> {
-        let Some(proc) = unit.process() else {
-            return Err(InitError::Host("extension process is not running".into()));
+    /// The `initialize` handshake of the Node host: one request for all Node units (pi's loader
+    /// loads them with one shared runtime and event bus, §B15); each unit's result by path.
+    /// With `only_alive`, units whose process could not be started again are left out (their
+    /// failure was reported already).
+    pub(super) fn initialize_node_units(
+        &self,
+        reason: &str,
+        only_alive: bool,
+    ) -> HashMap<String, Result<(), String>> {
+        let units: Vec<Arc<Unit>> = self
+            .units
+            .iter()
+            .filter(|u| u.node && (!only_alive || u.alive_process().is_some()))
+            .cloned()
+            .collect();
+        let proc = units.iter().find_map(|u| u.process());
+        let results = match proc {
+            None => Err(InitError::Host("extension process is not running".into())),
+            Some(p) => self.handshake(&p, &units, reason),
         };
+        match results {
+            Ok(each) => units
+                .iter()
+                .zip(each)
+                .map(|(u, r)| (u.path.clone(), r.map_err(|e| e.text())))
+                .collect(),
+            Err(e) => {
+                let text = e.text();
+                units
+                    .iter()
+                    .map(|u| (u.path.clone(), Err(text.clone())))
+                    .collect()
+            }
+        }
+    }
+
+    /// Sends `initialize` naming `units` (all hosted by `proc`) and installs each unit's
+    /// registrations from the answer: a result per unit, or why the whole handshake failed.
+    fn handshake(
+        &self,
+        proc: &Arc<ExtProcess>,
+        units: &[Arc<Unit>],
+        reason: &str,
+    ) -> Result<Vec<Result<(), InitError>>, InitError> {
         let mut fields = Map::new();
         fields.insert("protocol".into(), manifest::PROTOCOL.into());
         fields.insert("reason".into(), reason.into());
@@ -397,17 +511,11 @@ impl Extensions {
             "agentDir".into(),
             self.opts.agent_dir.to_string_lossy().into(),
         );
-        fields.insert("units".into(), json!([{ "ext": unit.path }]));
+        let named: Vec<Value> = units.iter().map(|u| json!({ "ext": u.path })).collect();
+        fields.insert("units".into(), Value::Array(named));
         let timeout = self.opts.startup_timeout;
         let outcome = self
-            .wait(
-                &proc,
-                "initialize",
-                fields,
-                None,
-                Some(timeout),
-                &mut |_| {},
-            )
+            .wait(proc, "initialize", fields, None, Some(timeout), &mut |_| {})
             .map_err(|e| match e {
                 // The exit may be seen before the request is sent or while it waits.
                 WaitError::Gone(text) => format!("{text} before initialize"),
@@ -425,47 +533,52 @@ impl Extensions {
             // The handshake threw: as a throwing factory in pi.
             return Err(InitError::Host(outcome.error));
         }
-        let units = outcome
+        let answers = outcome
             .value
             .get("units")
             .and_then(Value::as_array)
             .ok_or_else(|| {
                 InitError::Host("malformed initialize result: no \"units\" array".into())
             })?;
-        let answer = units
-            .iter()
-            .find(|u| u.get("ext").and_then(Value::as_str) == Some(unit.path.as_str()))
-            .or_else(|| (units.len() == 1).then(|| &units[0]))
-            .ok_or_else(|| {
-                InitError::Host(format!(
+        let mut results = Vec::with_capacity(units.len());
+        for unit in units {
+            let answer = answers
+                .iter()
+                .find(|u| u.get("ext").and_then(Value::as_str) == Some(unit.path.as_str()))
+                .or_else(|| (units.len() == 1 && answers.len() == 1).then(|| &answers[0]));
+            let Some(answer) = answer else {
+                results.push(Err(InitError::Host(format!(
                     "malformed initialize result: no unit {}",
                     unit.path
-                ))
-            })?;
-        if let Some(e) = answer.get("error") {
-            return Err(InitError::Unit(crate::js::value::js_template(Some(e))));
+                ))));
+                continue;
+            };
+            if let Some(e) = answer.get("error") {
+                results.push(Err(InitError::Unit(crate::js::value::js_template(Some(e)))));
+                continue;
+            }
+            let mut regs = Registrations::default();
+            add_registrations(&mut regs, answer);
+            *unit.regs.lock() = regs;
+            results.push(Ok(()));
         }
-        let mut regs = Registrations::default();
-        add_registrations(&mut regs, answer);
-        *unit.regs.lock() = regs;
-        Ok(())
+        Ok(results)
     }
 
     /// The process groups of the running extension processes.
     pub fn process_groups(&self) -> Vec<i32> {
-        self.units
+        self.processes()
             .iter()
-            .filter_map(|u| u.alive_process().map(|p| p.pgid()))
+            .filter(|p| p.is_alive())
+            .map(|p| p.pgid())
             .collect()
     }
 
     /// Kills every process at once (a failed start-up).
     pub(crate) fn stop_all(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        for u in &self.units {
-            if let Some(p) = u.process() {
-                p.kill();
-            }
+        for p in self.processes() {
+            p.kill();
         }
     }
 
@@ -514,6 +627,16 @@ enum InitError {
     Host(String),
     /// The unit's `error` text (or a failed result's message), as sent.
     Unit(String),
+}
+
+impl InitError {
+    /// The whole message after `Failed to load extension "<path>": `.
+    fn text(self) -> String {
+        match self {
+            InitError::Host(text) => format!("Failed to load extension: {text}"),
+            InitError::Unit(text) => text,
+        }
+    }
 }
 
 /// Why waiting for a request's result ended without one.
@@ -669,6 +792,7 @@ impl Extensions {
             return;
         }
         self.initializing.store(true, Ordering::SeqCst);
+        let mut node_results: Option<HashMap<String, Result<(), String>>> = None;
         for unit in &self.units {
             if unit.alive_process().is_none() {
                 if let Some(old) = unit.process() {
@@ -679,6 +803,11 @@ impl Extensions {
                     continue;
                 }
             }
+            if unit.node {
+                // The Node host process is shared: its units are initialized together, after
+                // every dead one was started again.
+                continue;
+            }
             if let Err(e) = self.initialize(unit, reason) {
                 self.error(&unit.path, "initialize", e);
                 if let Some(p) = unit.process() {
@@ -686,6 +815,21 @@ impl Extensions {
                     p.kill();
                     self.stopping.store(false, Ordering::SeqCst);
                 }
+            }
+        }
+        for unit in self
+            .units
+            .iter()
+            .filter(|u| u.node && u.alive_process().is_some())
+        {
+            let result = node_results
+                .get_or_insert_with(|| self.initialize_node_units(reason, true))
+                .remove(&unit.path)
+                .unwrap_or(Ok(()));
+            if let Err(e) = result {
+                // A unit whose factory failed keeps no registrations; the others keep running.
+                self.error(&unit.path, "initialize", e);
+                *unit.regs.lock() = Registrations::default();
             }
         }
         self.initializing.store(false, Ordering::SeqCst);
@@ -718,10 +862,8 @@ impl Extensions {
         }
         self.stopping.store(true, Ordering::SeqCst);
         std::thread::scope(|s| {
-            for unit in &self.units {
-                if let Some(p) = unit.process() {
-                    s.spawn(move || p.terminate(STOP_GRACE));
-                }
+            for p in self.processes() {
+                s.spawn(move || p.terminate(STOP_GRACE));
             }
         });
     }

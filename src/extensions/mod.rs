@@ -6,9 +6,12 @@
 //! `registrations` what each unit registered; `host` is the runtime the rest of pi-rpc talks to
 //! (units, start-up, waiting, replacement, shutdown), with its methods by concern in `dispatch`
 //! (events, pi's combination rules), `commands`, `ext_tool` and `calls` (what extensions ask);
-//! `plan` starts it once a mode has its output. TypeScript/JavaScript units need the Node extension host,
-//! which is not built yet: such a unit is a load failure, never skipped (an extension is often
-//! a permission gate, and running without it would silently allow everything it guards).
+//! `plan` starts it once a mode has its output. TypeScript/JavaScript units run in the optional
+//! Node extension host (`node_host`, §B15): one Node process, borrowing pi's own loader and
+//! runner from the user's pi package, serves all of them over the same protocol, each message
+//! naming its unit in `ext`. Without the host such a unit is a load failure, never skipped (an
+//! extension is often a permission gate, and running without it would silently allow
+//! everything it guards).
 
 mod calls;
 mod commands;
@@ -19,6 +22,7 @@ pub(crate) use ext_tool::install_tools;
 pub(crate) use ui::write_notify;
 pub(crate) mod host;
 pub(crate) mod manifest;
+pub(crate) mod node_host;
 mod plan;
 pub(crate) mod process;
 pub(crate) mod registrations;

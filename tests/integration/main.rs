@@ -36,6 +36,7 @@ mod mcp_modes;
 mod mcp_npm;
 mod mcp_results;
 mod mock_llm_selftest;
+mod node_host;
 mod oauth;
 mod oauth_login;
 mod pi_acp;

@@ -10,6 +10,7 @@ pub mod llm;
 pub mod mcp;
 pub mod mcp_http;
 pub mod mock_llm;
+pub mod node;
 pub mod outside;
 pub mod process;
 pub mod raw_server;
