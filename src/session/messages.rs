@@ -77,6 +77,37 @@ impl ContextMessages {
     pub fn truncate(&mut self, len: usize) {
         self.items.truncate(len);
     }
+
+    /// About how many bytes [`Self::write_json`] writes (exact when every message is kept as
+    /// text).
+    pub fn json_len_hint(&self) -> usize {
+        self.items
+            .iter()
+            .map(|m| match m {
+                Message::Raw(r) => r.get().len() + 1,
+                Message::Value(_) => 512,
+            })
+            .sum::<usize>()
+            + 2
+    }
+
+    /// Appends the messages as a JSON array to `out`, exactly as serializing them would: a
+    /// message kept as text in the printed form is copied as it is, any other is printed.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        out.push(b'[');
+        for (i, m) in self.items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match m {
+                Message::Raw(r) if crate::js::json::canonical::is_canonical(r.get()) => {
+                    out.extend_from_slice(r.get().as_bytes())
+                }
+                other => crate::js::json::write_js(out, &other.value()),
+            }
+        }
+        out.push(b']');
+    }
 }
 
 impl From<Vec<Value>> for ContextMessages {
