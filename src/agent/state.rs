@@ -319,7 +319,7 @@ impl AgentSession {
     pub fn system_message_if_needed(&self) -> Option<Value> {
         let decls = self.active_tool_decls();
         let sections = self.prompt_sections(&decls);
-        let declared = Declared::replay(&self.messages.to_vec());
+        let declared = Declared::replay(&self.messages.system_messages());
         system_prompt::system_message_for(&declared, &sections, &decls, now_ms())
     }
 

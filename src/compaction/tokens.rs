@@ -81,8 +81,8 @@ pub fn context_usage_tokens(branch: &[&Entry], messages: &[Value]) -> Option<u64
     Some(context_tokens(branch, messages))
 }
 
-/// [`context_usage_tokens`] of the active branch of `session` whose context is `messages`,
-/// answered from the end of both: the last usable assistant usage plus the estimates of the
+/// [`context_usage_tokens`] (and [`context_tokens`], which agrees with it whenever this answers)
+/// of the active branch of `session` whose context is `messages`, answered from the end of both: the last usable assistant usage plus the estimates of the
 /// messages after it, when no context edit or compaction comes after that usage on the branch.
 /// `None` when that does not apply (no usage within the last [`QUICK_SCAN`] messages, an edit or
 /// compaction after it, or its entry not on the branch); the caller then computes the full
@@ -212,10 +212,12 @@ mod tests {
             }
             let branch = sm.branch();
             let messages = build_messages(&branch);
-            let full = context_usage_tokens(&branch, &messages.to_vec());
+            let all = messages.to_vec();
+            let full = context_usage_tokens(&branch, &all);
             if let Some(quick) = context_usage_tokens_quick(&sm, &messages) {
                 answered += 1;
                 assert_eq!(Some(quick), full, "round {round}");
+                assert_eq!(quick, context_tokens(&branch, &all), "round {round}");
             }
         }
         assert!(answered > 60, "{answered}");
