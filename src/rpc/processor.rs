@@ -442,10 +442,12 @@ impl Processor {
             }
             Command::Clone => self.replace_session(JobReply::Rpc(id), SessionOp::Clone),
             Command::GetTree => {
-                let text = self.session.lock().session.tree_json_text();
-                let line = Response::ok_line(id, name, text.len(), |out| {
-                    out.extend_from_slice(text.as_bytes())
-                });
+                let line = {
+                    let s = self.session.lock();
+                    Response::ok_line(id, name, s.session.tree_json_len(), |out| {
+                        s.session.write_tree_json(out)
+                    })
+                };
                 self.out.line(line);
             }
             Command::ExportHtml { output_path } => {

@@ -590,12 +590,7 @@ impl SessionManager {
             if i > 0 {
                 out.push(b',');
             }
-            let raw = e.raw();
-            if crate::js::json::canonical::is_canonical(raw) {
-                out.extend_from_slice(raw.as_bytes());
-            } else {
-                crate::js::json::write_js(out, &e.to_value());
-            }
+            e.write_json(out);
         }
         out.extend_from_slice(b"],\"leafId\":");
         let leaf = self.leaf.clone().map_or(Value::Null, Value::String);
@@ -644,6 +639,16 @@ impl SessionManager {
     /// Written iteratively, so a 100,000-entry chain (a tree that deep) is no problem.
     pub fn tree_json_text(&self) -> String {
         tree::tree_json_text(&self.entries, &self.labels, self.leaf.as_deref())
+    }
+
+    /// About how many bytes [`Self::write_tree_json`] writes.
+    pub fn tree_json_len(&self) -> usize {
+        tree::tree_json_len(&self.entries)
+    }
+
+    /// Appends the `get_tree` data to `out` (see [`Self::tree_json_text`]).
+    pub fn write_tree_json(&self, out: &mut Vec<u8>) {
+        tree::write_tree_json(&self.entries, &self.labels, self.leaf.as_deref(), out)
     }
 }
 
@@ -814,6 +819,10 @@ mod tests {
         );
         // The untouched entry is the stored text itself.
         assert!(expected.contains(lines[3]), "{expected}");
+        let tree = sm.tree_json_text();
+        assert!(tree.contains(r#""usage":{"totalTokens":7}"#), "{tree}");
+        assert!(tree.contains(lines[3]), "{tree}");
+        assert!(!tree.contains(r#""type": "#), "{tree}");
 
         let messages = sm.context_messages();
         let mut out = Vec::new();
