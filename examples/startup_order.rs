@@ -1,7 +1,7 @@
 //! Regenerates `src/startup_order.ld`, the linker script that groups the functions pi-rpc runs
 //! at start-up (see `src/build.rs` for why).
 //!
-//!     cargo run --release --example startup_order
+//!     cargo run --release --example startup_order -- --target x86_64-unknown-linux-musl
 //!
 //! Needs `valgrind` (Debian package `valgrind`). It builds an unstripped release binary into
 //! `target/startup-order/`, runs it under callgrind for a few typical starts (with and without
@@ -77,12 +77,36 @@ fn main() {
         eprintln!("startup_order: valgrind is needed (apt-get install valgrind)");
         std::process::exit(2);
     }
-    let bin = build_unstripped(&root);
+    // `--target <triple>` (repeatable): also trace the build for that target (the static musl
+    // build runs musl's and mimalloc's C and std's musl paths, which the host build does not);
+    // the script lists the union, host functions first.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut targets: Vec<Option<String>> = vec![None];
+    let mut i = 0;
+    while i < args.len() {
+        match (args[i].as_str(), args.get(i + 1)) {
+            ("--target", Some(t)) => {
+                targets.push(Some(t.clone()));
+                i += 2;
+            }
+            (other, _) => {
+                eprintln!("startup_order: unknown argument {other:?} (expected --target <triple>)");
+                std::process::exit(2);
+            }
+        }
+    }
+    let bins: Vec<PathBuf> = targets
+        .iter()
+        .map(|t| build_unstripped(&root, t.as_deref()))
+        .collect();
     let work = std::env::temp_dir().join(format!("pi-rpc-startup-order-{}", std::process::id()));
     let mut functions: Vec<String> = Vec::new();
     let mut seen = HashSet::new();
-    for scenario in SCENARIOS {
-        let out = trace(&bin, &work, scenario);
+    for (bin, scenario) in bins
+        .iter()
+        .flat_map(|b| SCENARIOS.iter().map(move |s| (b, s)))
+    {
+        let out = trace(bin, &work, scenario);
         let text = std::fs::read_to_string(&out).unwrap_or_else(|e| {
             eprintln!("startup_order: cannot read {}: {e}", out.display());
             std::process::exit(1)
@@ -123,13 +147,17 @@ fn main() {
     );
 }
 
-/// `cargo build --release --bin pi-rpc` with symbols kept and the default layout, into
-/// `target/startup-order`.
-fn build_unstripped(root: &Path) -> PathBuf {
+/// `cargo build --release --bin pi-rpc [--target <triple>]` with symbols kept and the default
+/// layout, into `target/startup-order`.
+fn build_unstripped(root: &Path, triple: Option<&str>) -> PathBuf {
     let target = root.join("target").join("startup-order");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--release", "--bin", "pi-rpc"])
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--release", "--bin", "pi-rpc"]);
+    if let Some(t) = triple {
+        cmd.args(["--target", t]);
+    }
+    let status = cmd
         .current_dir(root)
         .env("CARGO_TARGET_DIR", &target)
         .env("CARGO_PROFILE_RELEASE_STRIP", "false")
@@ -138,7 +166,10 @@ fn build_unstripped(root: &Path) -> PathBuf {
         .env("PI_RPC_NO_STARTUP_ORDER", "1")
         .status();
     match status {
-        Ok(s) if s.success() => target.join("release").join("pi-rpc"),
+        Ok(s) if s.success() => match triple {
+            Some(t) => target.join(t).join("release").join("pi-rpc"),
+            None => target.join("release").join("pi-rpc"),
+        },
         other => {
             eprintln!("startup_order: the build failed: {other:?}");
             std::process::exit(1)

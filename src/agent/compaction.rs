@@ -10,7 +10,9 @@ use crate::cancel::CancelToken;
 use crate::compaction::cut::{prepare, Preparation, Unprepared};
 use crate::compaction::estimate::{current_system_message, estimate_context, estimate_tokens};
 use crate::compaction::summarize::{RetryEvent, Summarizer, SummaryError};
-use crate::compaction::tokens::{assistant_entry, context_tokens, latest_compaction};
+use crate::compaction::tokens::{
+    assistant_entry, context_tokens, context_usage_tokens_quick, latest_compaction,
+};
 use crate::llm::errors::{is_overflow_by_usage, is_overflow_error, is_recoverable_length};
 use crate::llm::types::{AssistantMessage, CacheRetention, StopReason, StreamOptions};
 use crate::llm::Role;
@@ -283,7 +285,7 @@ fn record(
         return Err(Failure::Cancelled);
     }
     // The checkpoint: the system prompt and tools declared so far, replayed into one message.
-    let system_message = current_system_message(&s.messages.to_vec(), None);
+    let system_message = current_system_message(&s.messages.system_messages(), None);
     let entry = s
         .session
         .append_compaction(
@@ -635,8 +637,9 @@ pub fn before_next_turn(rt: &Runtime, cancel: &CancelToken) {
         if !s.auto.compaction || s.model.is_placeholder() || s.model.context_window == 0 {
             false
         } else {
-            let branch = s.session.branch();
-            exceeds_threshold(&s, context_tokens(&branch, &s.messages.to_vec()))
+            let tokens = context_usage_tokens_quick(&s.session, &s.messages)
+                .unwrap_or_else(|| context_tokens(&s.session.branch(), &s.messages.to_vec()));
+            exceeds_threshold(&s, tokens)
         }
     };
     if exceeds {

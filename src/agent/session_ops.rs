@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::runtime::Runtime;
-use crate::session::context::build_messages;
 use crate::session::SessionManager;
 
 /// A session replacement requested by a command.
@@ -49,7 +48,7 @@ pub fn run(rt: &Runtime, reply: super::runtime::JobReply, op: SessionOp) {
     }
     let reason = op.reason();
     let result = prepare(rt, op).map(|(manager, data)| {
-        let messages = build_messages(&manager.branch());
+        let messages = manager.context_messages();
         let target = manager
             .session_file()
             .map(|p| p.to_string_lossy().into_owned());

@@ -319,7 +319,7 @@ impl AgentSession {
     pub fn system_message_if_needed(&self) -> Option<Value> {
         let decls = self.active_tool_decls();
         let sections = self.prompt_sections(&decls);
-        let declared = Declared::replay(&self.messages.to_vec());
+        let declared = Declared::replay(&self.messages.system_messages());
         system_prompt::system_message_for(&declared, &sections, &decls, now_ms())
     }
 
@@ -381,7 +381,7 @@ impl AgentSession {
     /// and the startup flags): the model and thinking level are chosen as pi does (the CLI
     /// selection wins; else what the branch recorded; else the defaults), queues start empty.
     pub fn replace_session(&mut self, manager: SessionManager) {
-        let messages = build_messages(&manager.branch());
+        let messages = manager.context_messages();
         self.install_session(manager, messages);
     }
 
@@ -738,9 +738,16 @@ impl AgentSession {
         if self.model.is_placeholder() || window == 0 {
             return None;
         }
-        let branch = self.session.branch();
         let tokens =
-            crate::compaction::tokens::context_usage_tokens(&branch, &self.messages.to_vec());
+            crate::compaction::tokens::context_usage_tokens_quick(&self.session, &self.messages)
+                .map(Some)
+                .unwrap_or_else(|| {
+                    let branch = self.session.branch();
+                    crate::compaction::tokens::context_usage_tokens(
+                        &branch,
+                        &self.messages.to_vec(),
+                    )
+                });
         Some(ContextUsage {
             tokens,
             context_window: window,

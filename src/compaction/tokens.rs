@@ -4,10 +4,12 @@ use serde_json::Value;
 
 use super::estimate::{
     current_system_message, estimate_context, estimate_tokens, is_usable_assistant,
+    usage_context_tokens,
 };
 use crate::llm::Role;
+use crate::session::messages::ContextMessages;
 use crate::session::projection::{context_edits, projected_entries};
-use crate::session::{Entry, EntryKind};
+use crate::session::{Entry, EntryKind, SessionManager};
 
 /// The entry of the branch holding the assistant message stamped `timestamp` (searched from
 /// the end; the message is normally one of the last).
@@ -79,6 +81,46 @@ pub fn context_usage_tokens(branch: &[&Entry], messages: &[Value]) -> Option<u64
     Some(context_tokens(branch, messages))
 }
 
+/// [`context_usage_tokens`] (and [`context_tokens`], which agrees with it whenever this answers)
+/// of the active branch of `session` whose context is `messages`, answered from the end of both: the last usable assistant usage plus the estimates of the
+/// messages after it, when no context edit or compaction comes after that usage on the branch.
+/// `None` when that does not apply (no usage within the last [`QUICK_SCAN`] messages, an edit or
+/// compaction after it, or its entry not on the branch); the caller then computes the full
+/// answer. Costs the messages and entries after the last reply, not the session's length, so
+/// `get_session_stats` stays instant on any session.
+pub fn context_usage_tokens_quick(
+    session: &SessionManager,
+    messages: &ContextMessages,
+) -> Option<u64> {
+    let mut tail = 0u64;
+    let mut usage = None;
+    for m in messages.iter().rev().take(QUICK_SCAN) {
+        if is_usable_assistant(&m) {
+            usage = Some(m.into_owned());
+            break;
+        }
+        tail += estimate_tokens(&m);
+    }
+    let usage = usage?;
+    let ts = usage.get("timestamp").and_then(Value::as_u64)?;
+    for e in session.walk_back() {
+        if matches!(e.kind(), EntryKind::ContextEdit | EntryKind::Compaction) {
+            return None;
+        }
+        if e.role() == Some(&Role::Assistant)
+            && e.get("message")
+                .and_then(|m| m.get("timestamp").and_then(Value::as_u64))
+                == Some(ts)
+        {
+            return Some(usage.get("usage").map_or(0, usage_context_tokens) + tail);
+        }
+    }
+    None
+}
+
+/// How many messages from the end [`context_usage_tokens_quick`] reads looking for a usage.
+const QUICK_SCAN: usize = 256;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +170,56 @@ mod tests {
         ));
         let branch: Vec<&Entry> = es3.iter().collect();
         assert_eq!(context_usage_tokens(&branch, &[]), None);
+    }
+
+    /// The quick answer, whenever it gives one, is the full computation's; and it gives one in
+    /// the common case (the branch ends with replies that report usage).
+    #[test]
+    fn quick_context_usage_agrees_with_the_full_one() {
+        use crate::session::context::build_messages;
+        use crate::test_rng::Rng;
+        let mut rng = Rng::new(11, 0x70c);
+        let mut answered = 0;
+        for round in 0..300 {
+            let mut sm = SessionManager::in_memory(std::path::Path::new("/w"));
+            let mut ids: Vec<String> = Vec::new();
+            for t in 0..rng.below(12) + 1 {
+                let ts = (round * 100 + t) as u64 + 1;
+                let text = "x".repeat(rng.below(40));
+                let msg = match rng.below(5) {
+                    0 | 1 => json!({"role":"user","content":text,"timestamp":ts}),
+                    2 => json!({"role":"toolResult","toolCallId":"c","toolName":"bash",
+                        "content":[{"type":"text","text":text}],"isError":false,"timestamp":ts}),
+                    _ => {
+                        let stop = ["stop", "stop", "aborted", "error"][rng.below(4)];
+                        let total = [0, 120, 900][rng.below(3)];
+                        json!({"role":"assistant","content":[{"type":"text","text":text}],
+                            "provider":"p","model":"m","stopReason":stop,
+                            "usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,
+                                "totalTokens":total},"timestamp":ts})
+                    }
+                };
+                ids.push(sm.append_message(msg).unwrap().id().to_string());
+                if rng.chance(9) {
+                    let target = rng.pick(&ids).clone();
+                    let _ = sm.append_context_edit(&target, None);
+                }
+                if rng.chance(15) {
+                    let keep = rng.pick(&ids).clone();
+                    sm.append_compaction("sum", Some(&keep), 10, None, None, false, None)
+                        .unwrap();
+                }
+            }
+            let branch = sm.branch();
+            let messages = build_messages(&branch);
+            let all = messages.to_vec();
+            let full = context_usage_tokens(&branch, &all);
+            if let Some(quick) = context_usage_tokens_quick(&sm, &messages) {
+                answered += 1;
+                assert_eq!(Some(quick), full, "round {round}");
+                assert_eq!(quick, context_tokens(&branch, &all), "round {round}");
+            }
+        }
+        assert!(answered > 60, "{answered}");
     }
 }

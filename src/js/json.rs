@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::number::JsNumberBuf;
 
+pub(crate) mod canonical;
 pub(crate) mod parse;
 
 /// A serde_json formatter that prints numbers as JavaScript's `JSON.stringify` does (compact
@@ -38,6 +39,13 @@ pub(crate) fn to_js_vec<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::
     let mut ser = serde_json::Serializer::with_formatter(&mut out, JsFormatter);
     value.serialize(&mut ser)?;
     Ok(out)
+}
+
+/// Appends `JSON.stringify(value)` to `out` (nothing fails: a `Value` always serializes).
+pub(crate) fn write_js(out: &mut Vec<u8>, value: &Value) {
+    let mut ser = serde_json::Serializer::with_formatter(&mut *out, JsFormatter);
+    // Writing a `Value` into a Vec cannot fail (its keys are strings, the sink is memory).
+    let _ = serde::Serialize::serialize(value, &mut ser);
 }
 
 /// `JSON.stringify` of a parsed value: like `serde_json::to_string`, but numbers print as

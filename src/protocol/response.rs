@@ -14,9 +14,6 @@ pub struct Response {
     pub success: bool,
     /// `Some(Value::Null)` writes `"data":null`; `None` omits the key.
     pub data: Option<Value>,
-    /// Pre-serialized `data` (entries kept as the exact text of the session file); wins over
-    /// `data` when set.
-    pub raw_data: Option<Box<serde_json::value::RawValue>>,
     pub error: Option<String>,
 }
 
@@ -27,25 +24,40 @@ impl Response {
             command: Value::String(command.to_string()),
             success: true,
             data,
-            raw_data: None,
             error: None,
         }
     }
 
-    /// A success whose `data` is already-serialized JSON text. Invalid text (never produced by
-    /// our own serializers) degrades to an error response.
-    pub fn ok_raw(id: Option<Value>, command: &str, json_text: String) -> Response {
-        match serde_json::value::RawValue::from_string(json_text) {
-            Ok(raw) => Response {
-                raw_data: Some(raw),
-                ..Response::ok(id, command, None)
-            },
-            Err(e) => Response::err(
+    /// The whole line of a success whose `data` `write_data` appends as JSON text (large
+    /// answers — `get_messages`, `get_entries`, `get_tree` — are printed straight into the
+    /// line's buffer, with no intermediate value and no second copy). `write_data` must append
+    /// exactly one JSON value; text that is not UTF-8 (never produced by our own writers)
+    /// degrades to an error response.
+    pub fn ok_line(
+        id: Option<Value>,
+        command: &str,
+        capacity: usize,
+        write_data: impl FnOnce(&mut Vec<u8>),
+    ) -> String {
+        let mut out = Vec::with_capacity(capacity + 96);
+        out.push(b'{');
+        if let Some(id) = &id {
+            out.extend_from_slice(b"\"id\":");
+            crate::js::json::write_js(&mut out, id);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"type\":\"response\",\"command\":");
+        crate::js::json::write_js(&mut out, &Value::String(command.to_string()));
+        out.extend_from_slice(b",\"success\":true,\"data\":");
+        write_data(&mut out);
+        out.push(b'}');
+        String::from_utf8(out).unwrap_or_else(|e| {
+            crate::protocol::framing::encode(&Response::err(
                 id,
                 command,
-                format!("internal error: invalid JSON data: {e}"),
-            ),
-        }
+                format!("internal error: response data is not UTF-8: {e}"),
+            ))
+        })
     }
 
     pub fn err(id: Option<Value>, command: &str, error: impl Into<String>) -> Response {
@@ -54,7 +66,6 @@ impl Response {
             command: Value::String(command.to_string()),
             success: false,
             data: None,
-            raw_data: None,
             error: Some(error.into()),
         }
     }
@@ -75,9 +86,7 @@ impl Serialize for Response {
         m.serialize_entry("command", &self.command)?;
         m.serialize_entry("success", &self.success)?;
         if self.success {
-            if let Some(raw) = &self.raw_data {
-                m.serialize_entry("data", raw)?;
-            } else if let Some(d) = &self.data {
+            if let Some(d) = &self.data {
                 m.serialize_entry("data", d)?;
             }
         } else if let Some(e) = &self.error {
@@ -108,6 +117,18 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
             r#"{"type":"response","command":"cycle_model","success":true,"data":null}"#
+        );
+        let line = Response::ok_line(Some(json!(7)), "get_tree", 0, |out| {
+            out.extend_from_slice(br#"{"tree":[]}"#)
+        });
+        assert_eq!(
+            line,
+            serde_json::to_string(&Response::ok(
+                Some(json!(7)),
+                "get_tree",
+                Some(json!({"tree": []}))
+            ))
+            .unwrap()
         );
         let r = Response::err(Some(json!("x")), "set_model", "Model not found: a/b");
         assert_eq!(

@@ -178,12 +178,15 @@ impl Processor {
             Command::GetMessages => {
                 // Serialized straight from the state (a deep copy of a long context would cost
                 // several times its text and far more time).
-                let text = {
+                let line = {
                     let s = self.session.lock();
-                    let messages = crate::protocol::framing::encode(&s.messages);
-                    format!("{{\"messages\":{messages}}}")
+                    Response::ok_line(id, name, s.messages.json_len_hint(), |out| {
+                        out.extend_from_slice(b"{\"messages\":");
+                        s.messages.write_json(out);
+                        out.push(b'}');
+                    })
                 };
-                self.out.response(&Response::ok_raw(id, name, text));
+                self.out.line(line);
             }
             Command::GetAvailableModels => {
                 let models = self.session.lock().registry.available();
@@ -315,13 +318,18 @@ impl Processor {
             }
             Command::GetEntries { since } => {
                 // The entries' exact stored text, not a re-serialization.
-                let result = self
-                    .session
-                    .lock()
-                    .session
-                    .entries_json_text(since.as_deref());
-                match result {
-                    Ok(text) => self.out.response(&Response::ok_raw(id, name, text)),
+                let line = {
+                    let s = self.session.lock();
+                    let sm = &s.session;
+                    sm.entries_since(since.as_deref()).map(|list| {
+                        let cap = crate::session::SessionManager::entries_json_len(list);
+                        Response::ok_line(id.clone(), name, cap, |out| {
+                            sm.write_entries_json(list, out)
+                        })
+                    })
+                };
+                match line {
+                    Ok(line) => self.out.line(line),
                     Err(e) => reply(Err(e.to_string())),
                 }
             }
@@ -434,8 +442,13 @@ impl Processor {
             }
             Command::Clone => self.replace_session(JobReply::Rpc(id), SessionOp::Clone),
             Command::GetTree => {
-                let text = self.session.lock().session.tree_json_text();
-                self.out.response(&Response::ok_raw(id, name, text));
+                let line = {
+                    let s = self.session.lock();
+                    Response::ok_line(id, name, s.session.tree_json_len(), |out| {
+                        s.session.write_tree_json(out)
+                    })
+                };
+                self.out.line(line);
             }
             Command::ExportHtml { output_path } => {
                 // Copy under the lock, render and write without it: `get_state` and `abort`

@@ -158,6 +158,17 @@ impl Entry {
         Entry::from_map(m)
     }
 
+    /// Appends the entry as JSON to `out`: its stored text when that is the printed form of its
+    /// value (the common case: a copy), else printed from the value, so the output is pi's
+    /// `JSON.stringify` of the parsed entry either way.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        if crate::js::json::canonical::is_canonical(&self.raw) {
+            out.extend_from_slice(self.raw.as_bytes());
+        } else {
+            crate::js::json::write_js(out, &self.to_value());
+        }
+    }
+
     /// The entry's `type`.
     pub fn kind(&self) -> &EntryKind {
         &self.kind

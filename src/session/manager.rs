@@ -9,9 +9,10 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use super::context::{branch_selection, build_context, Selection, SessionContext};
+use super::context::{branch_selection, build_context, build_messages, Selection, SessionContext};
 use super::entry::{Entry, EntryKind, Label, SessionHeader};
 use super::load::{self, LoadError};
+use super::messages::ContextMessages;
 use super::migrate;
 use super::stats::SessionTotals;
 use super::tree;
@@ -478,6 +479,39 @@ impl SessionManager {
         self.branch_from(self.leaf.as_deref())
     }
 
+    /// The context messages of the active branch, with the `get_session_stats` totals counted
+    /// meanwhile on a second thread (both read every entry of a freshly loaded session; in
+    /// parallel a load costs the longer of the two, and the first `get_session_stats` is
+    /// instant).
+    pub fn context_messages(&self) -> ContextMessages {
+        std::thread::scope(|scope| {
+            // Without a thread the totals are counted on first use instead.
+            let _ = std::thread::Builder::new()
+                .name("session-totals".into())
+                .spawn_scoped(scope, || {
+                    self.totals();
+                });
+            build_messages(&self.branch())
+        })
+    }
+
+    /// The active branch from the leaf up to the root, leaf first, without collecting it
+    /// (reading the last few entries of a long branch costs only those).
+    pub fn walk_back(&self) -> impl Iterator<Item = &Entry> + '_ {
+        let mut cur = self.leaf.as_deref();
+        let mut steps = 0usize;
+        std::iter::from_fn(move || {
+            let id = cur?;
+            let e = self.entry(id)?;
+            steps += 1;
+            if steps > self.entries.len() {
+                return None; // a cycle in a hand-edited file
+            }
+            cur = e.parent_id().filter(|p| *p != id);
+            Some(e)
+        })
+    }
+
     /// The path from `id` up to its root, root first (empty for `None` or an unknown id).
     pub fn branch_from(&self, id: Option<&str>) -> Vec<&Entry> {
         let mut out = Vec::new();
@@ -532,23 +566,36 @@ impl SessionManager {
         }
     }
 
-    /// `get_entries` data as JSON text: `{"entries":[…],"leafId":…}`, every entry exactly as
-    /// stored.
+    /// `get_entries` data as JSON text: `{"entries":[…],"leafId":…}`.
     pub fn entries_json_text(&self, since: Option<&str>) -> Result<String, SessionError> {
         let list = self.entries_since(since)?;
-        let cap = list.iter().map(|e| e.raw().len() + 1).sum::<usize>() + 64;
-        let mut out = String::with_capacity(cap);
-        out.push_str("{\"entries\":[");
+        let mut out = Vec::with_capacity(Self::entries_json_len(list));
+        self.write_entries_json(list, &mut out);
+        // Both writers append UTF-8 only.
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// About how many bytes [`Self::write_entries_json`] writes for `list`.
+    pub fn entries_json_len(list: &[Entry]) -> usize {
+        list.iter().map(|e| e.raw().len() + 1).sum::<usize>() + 64
+    }
+
+    /// Appends `{"entries":[…],"leafId":…}` for `list` (from [`Self::entries_since`]) to
+    /// `out`: each entry as its stored text when that is the printed form of its value (the
+    /// common case: a copy), else printed from the value, so the answer is the same as pi's
+    /// `JSON.stringify` of the parsed entries either way.
+    pub fn write_entries_json(&self, list: &[Entry], out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"entries\":[");
         for (i, e) in list.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
-            out.push_str(e.raw());
+            e.write_json(out);
         }
-        out.push_str("],\"leafId\":");
-        out.push_str(&crate::protocol::framing::encode(&self.leaf));
-        out.push('}');
-        Ok(out)
+        out.extend_from_slice(b"],\"leafId\":");
+        let leaf = self.leaf.clone().map_or(Value::Null, Value::String);
+        crate::js::json::write_js(out, &leaf);
+        out.push(b'}');
     }
 
     /// `get_entries` data as a value (entries parsed).
@@ -592,6 +639,16 @@ impl SessionManager {
     /// Written iteratively, so a 100,000-entry chain (a tree that deep) is no problem.
     pub fn tree_json_text(&self) -> String {
         tree::tree_json_text(&self.entries, &self.labels, self.leaf.as_deref())
+    }
+
+    /// About how many bytes [`Self::write_tree_json`] writes.
+    pub fn tree_json_len(&self) -> usize {
+        tree::tree_json_len(&self.entries)
+    }
+
+    /// Appends the `get_tree` data to `out` (see [`Self::tree_json_text`]).
+    pub fn write_tree_json(&self, out: &mut Vec<u8>) {
+        tree::write_tree_json(&self.entries, &self.labels, self.leaf.as_deref(), out)
     }
 }
 
@@ -724,6 +781,57 @@ mod tests {
         );
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v, sm.entries_json(Some(a.id())).unwrap());
+    }
+
+    /// `get_entries` and `get_messages` copy stored text only when it is already what printing
+    /// its value gives; a hand-edited file (spaces, needless escapes, `1.0`, a repeated key) is
+    /// answered as pi answers it, with `JSON.stringify` of the parsed value.
+    #[test]
+    fn hand_edited_entries_are_answered_in_printed_form() {
+        let dir = temp_dir();
+        let path = dir.join("odd.jsonl");
+        let lines = [
+            r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user","content":"caf\u00e9 \/ x","timestamp":1.0}}"#,
+            r#"{"type": "message", "id":"b","parentId":"a","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"totalTokens":5,"totalTokens":7},"stopReason":"stop","timestamp":2}}"#,
+            r#"{"type":"message","id":"c","parentId":"b","timestamp":"t","message":{"role":"user","content":"plain","timestamp":3}}"#,
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let sm = SessionManager::open(&path, None, Path::new("/w")).unwrap();
+        let values: Vec<Value> = sm
+            .entries_since(None)
+            .unwrap()
+            .iter()
+            .map(Entry::to_value)
+            .collect();
+        let expected = format!(
+            "{{\"entries\":{},\"leafId\":\"c\"}}",
+            crate::protocol::framing::encode(&values)
+        );
+        assert_eq!(sm.entries_json_text(None).unwrap(), expected);
+        assert!(
+            expected.contains(r#""content":"café / x","timestamp":1}"#),
+            "{expected}"
+        );
+        assert!(
+            expected.contains(r#""usage":{"totalTokens":7}"#),
+            "{expected}"
+        );
+        // The untouched entry is the stored text itself.
+        assert!(expected.contains(lines[3]), "{expected}");
+        let tree = sm.tree_json_text();
+        assert!(tree.contains(r#""usage":{"totalTokens":7}"#), "{tree}");
+        assert!(tree.contains(lines[3]), "{tree}");
+        assert!(!tree.contains(r#""type": "#), "{tree}");
+
+        let messages = sm.context_messages();
+        let mut out = Vec::new();
+        messages.write_json(&mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            crate::protocol::framing::encode(&messages.to_vec())
+        );
+        assert_eq!(sm.totals().assistant_messages, 1);
     }
 
     #[test]

@@ -69,6 +69,22 @@ impl ContextMessages {
         self.items.iter().map(Message::value)
     }
 
+    /// The `system` messages, parsed, in order. A message kept as text is parsed only when its
+    /// text might be one (it names `system`, or has an escape that could spell it), so on a long
+    /// session this reads a few messages instead of building all of them.
+    pub fn system_messages(&self) -> Vec<Value> {
+        self.items
+            .iter()
+            .filter(|m| match m {
+                Message::Raw(r) => r.get().contains("system") || r.get().contains("\\u"),
+                Message::Value(_) => true,
+            })
+            .map(Message::value)
+            .filter(|v| v.get("role").and_then(Value::as_str) == Some("system"))
+            .map(Cow::into_owned)
+            .collect()
+    }
+
     /// All messages as `Value`s.
     pub fn to_vec(&self) -> Vec<Value> {
         self.iter().map(Cow::into_owned).collect()
@@ -76,6 +92,37 @@ impl ContextMessages {
 
     pub fn truncate(&mut self, len: usize) {
         self.items.truncate(len);
+    }
+
+    /// About how many bytes [`Self::write_json`] writes (exact when every message is kept as
+    /// text).
+    pub fn json_len_hint(&self) -> usize {
+        self.items
+            .iter()
+            .map(|m| match m {
+                Message::Raw(r) => r.get().len() + 1,
+                Message::Value(_) => 512,
+            })
+            .sum::<usize>()
+            + 2
+    }
+
+    /// Appends the messages as a JSON array to `out`, exactly as serializing them would: a
+    /// message kept as text in the printed form is copied as it is, any other is printed.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        out.push(b'[');
+        for (i, m) in self.items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match m {
+                Message::Raw(r) if crate::js::json::canonical::is_canonical(r.get()) => {
+                    out.extend_from_slice(r.get().as_bytes())
+                }
+                other => crate::js::json::write_js(out, &other.value()),
+            }
+        }
+        out.push(b']');
     }
 }
 
@@ -110,6 +157,24 @@ impl PartialEq for ContextMessages {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn system_messages_are_found_however_they_are_spelled() {
+        let mut m = ContextMessages::new();
+        let raw = |t: &str| RawValue::from_string(t.to_string()).unwrap();
+        m.push_raw(raw(r#"{"role":"user","content":"about the system"}"#));
+        m.push_raw(raw(r#"{"role":"system","content":"a"}"#));
+        m.push_raw(raw(r#"{"role": "\u0073ystem","content":"b"}"#));
+        m.push_raw(raw(r#"{"role":"assistant","content":[]}"#));
+        m.push(json!({"role": "system", "content": "c"}));
+        m.push(json!({"role": "user", "content": "d"}));
+        let contents: Vec<Value> = m
+            .system_messages()
+            .iter()
+            .map(|v| v["content"].clone())
+            .collect();
+        assert_eq!(contents, [json!("a"), json!("b"), json!("c")]);
+    }
 
     #[test]
     fn raw_and_value_messages_read_alike() {

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use super::entry::Entry;
 use super::entry::Label;
+use serde_json::Value;
 
 /// One node of the tree; `children` index [`Tree::nodes`].
 #[derive(Clone, Debug, PartialEq)]
@@ -70,17 +71,28 @@ pub fn build_tree<'a>(entries: &'a [Entry], labels: &'a [Label]) -> Tree<'a> {
 /// `{"tree":[Node…],"leafId":…}` with `Node = {"entry","children","label"?,"labelTimestamp"?}`,
 /// entries written exactly as stored.
 pub fn tree_json_text(entries: &[Entry], labels: &[Label], leaf: Option<&str>) -> String {
+    let mut out = Vec::with_capacity(tree_json_len(entries));
+    write_tree_json(entries, labels, leaf, &mut out);
+    // The writer appends UTF-8 only.
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// About how many bytes [`write_tree_json`] writes.
+pub fn tree_json_len(entries: &[Entry]) -> usize {
+    entries.iter().map(|e| e.raw().len() + 32).sum::<usize>() + 64
+}
+
+/// Appends `{"tree":[…],"leafId":…}` to `out` (see [`tree_json_text`]).
+pub fn write_tree_json(entries: &[Entry], labels: &[Label], leaf: Option<&str>, out: &mut Vec<u8>) {
     let tree = build_tree(entries, labels);
-    let cap = entries.iter().map(|e| e.raw().len() + 32).sum::<usize>() + 64;
-    let mut out = String::with_capacity(cap);
-    out.push_str("{\"tree\":[");
+    out.extend_from_slice(b"{\"tree\":[");
     // (node, index of the next child to write)
     let mut stack: Vec<(usize, usize)> = Vec::new();
     for (ri, &root) in tree.roots.iter().enumerate() {
         if ri > 0 {
-            out.push(',');
+            out.push(b',');
         }
-        open_node(&mut out, &tree.nodes[root]);
+        open_node(out, &tree.nodes[root]);
         stack.push((root, 0));
         while let Some(top) = stack.last_mut() {
             let (n, next) = *top;
@@ -88,38 +100,38 @@ pub fn tree_json_text(entries: &[Entry], labels: &[Label], leaf: Option<&str>) -
             if next < children.len() {
                 top.1 += 1;
                 if next > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 let c = children[next];
-                open_node(&mut out, &tree.nodes[c]);
+                open_node(out, &tree.nodes[c]);
                 stack.push((c, 0));
             } else {
-                close_node(&mut out, &tree.nodes[n]);
+                close_node(out, &tree.nodes[n]);
                 stack.pop();
             }
         }
     }
-    out.push_str("],\"leafId\":");
-    out.push_str(&crate::protocol::framing::encode(&leaf));
-    out.push('}');
-    out
+    out.extend_from_slice(b"],\"leafId\":");
+    let leaf = leaf.map_or(Value::Null, |l| Value::String(l.to_string()));
+    crate::js::json::write_js(out, &leaf);
+    out.push(b'}');
 }
 
-fn open_node(out: &mut String, n: &TreeNode<'_>) {
-    out.push_str("{\"entry\":");
-    out.push_str(n.entry.raw());
-    out.push_str(",\"children\":[");
+fn open_node(out: &mut Vec<u8>, n: &TreeNode<'_>) {
+    out.extend_from_slice(b"{\"entry\":");
+    n.entry.write_json(out);
+    out.extend_from_slice(b",\"children\":[");
 }
 
-fn close_node(out: &mut String, n: &TreeNode<'_>) {
-    out.push(']');
+fn close_node(out: &mut Vec<u8>, n: &TreeNode<'_>) {
+    out.push(b']');
     if let Some(l) = n.label {
-        out.push_str(",\"label\":");
-        out.push_str(&crate::protocol::framing::encode(&l.label));
-        out.push_str(",\"labelTimestamp\":");
-        out.push_str(&crate::protocol::framing::encode(&l.timestamp));
+        out.extend_from_slice(b",\"label\":");
+        crate::js::json::write_js(out, &Value::String(l.label.clone()));
+        out.extend_from_slice(b",\"labelTimestamp\":");
+        crate::js::json::write_js(out, &Value::String(l.timestamp.clone()));
     }
-    out.push('}');
+    out.push(b'}');
 }
 
 #[cfg(test)]
