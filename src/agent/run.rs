@@ -19,7 +19,6 @@ use crate::cancel::CancelToken;
 use crate::llm::errors::{is_context_overflow, is_retryable};
 use crate::llm::Role;
 use crate::llm::{stream::StreamUpdate, wire::stream_assistant};
-use serde_json::value::RawValue;
 
 use crate::llm::types::{
     AssistantMessage, CacheRetention, ContentBlock, StopReason, StreamOptions, Usage,
@@ -641,8 +640,9 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
 
     enum Msg {
         Start(Value),
-        /// Usage text, the wire event, and the partial message when extensions want it.
-        Update(Box<RawValue>, Value, Option<Value>),
+        /// The `message_update` line, and the wire event with the partial message when
+        /// extensions want them.
+        Update(String, Option<(Value, Value)>),
     }
     // pi's `message_update` payload carries the partial message; built only for subscribers.
     let partial_for_extensions = rt.ext.wants("message_update");
@@ -653,21 +653,19 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
             .name("llm-stream".into())
             .spawn_scoped(scope, move || {
                 // The usage of the previous delta and its wire text (reused while unchanged).
-                let mut last_usage: Option<(Usage, Box<RawValue>)> = None;
+                let mut last_usage: Option<(Usage, String)> = None;
                 stream_assistant(&model, &ctx, &opts, &cancel2, &mut |u| {
                     let m = match u {
                         StreamUpdate::Start(p) => Msg::Start(p.to_value()),
                         StreamUpdate::Event(p, e) => {
-                            let usage = match &last_usage {
-                                Some((u, text)) if *u == p.usage => text.clone(),
-                                _ => {
-                                    let text = usage_text(&p.usage);
-                                    last_usage = Some((p.usage.clone(), text.clone()));
-                                    text
-                                }
+                            let usage = match &mut last_usage {
+                                Some((u, text)) if *u == p.usage => text,
+                                slot => &mut slot.insert((p.usage.clone(), usage_text(&p.usage))).1,
                             };
-                            let partial = partial_for_extensions.then(|| p.to_value());
-                            Msg::Update(usage, e.to_wire(), partial)
+                            let line = Event::message_update_line(usage, |out| e.write_wire(out));
+                            let for_extensions =
+                                partial_for_extensions.then(|| (e.to_wire(), p.to_value()));
+                            Msg::Update(line, for_extensions)
                         }
                     };
                     let _ = tx.send(m);
@@ -682,27 +680,16 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
                             started_emitted = true;
                             emit(rt, Event::MessageStart { message: p });
                         }
-                        Msg::Update(usage, ev, partial) => {
-                            let e = Event::MessageUpdate {
-                                usage,
-                                assistant_message_event: ev,
-                            };
-                            if let (
-                                Some(message),
-                                Event::MessageUpdate {
-                                    assistant_message_event,
-                                    ..
-                                },
-                            ) = (partial, &e)
-                            {
+                        Msg::Update(line, for_extensions) => {
+                            if let Some((event, message)) = for_extensions {
                                 let payload = serde_json::json!({
                                     "type": "message_update",
                                     "message": message,
-                                    "assistantMessageEvent": assistant_message_event,
+                                    "assistantMessageEvent": event,
                                 });
                                 rt.ext.emit(&payload, Some(cancel));
                             }
-                            rt.out.event(&e);
+                            rt.out.line(line);
                         }
                     }
                 }
@@ -783,12 +770,9 @@ fn request_auth_unless_aborted(
     }
 }
 
-/// `usage` as wire text (JavaScript number formatting).
-fn usage_text(usage: &Usage) -> Box<RawValue> {
-    crate::js::json::to_js_string(usage)
-        .ok()
-        .and_then(|t| RawValue::from_string(t).ok())
-        .unwrap_or_else(|| RawValue::NULL.to_owned())
+/// The usage's wire text in a `message_update` (`null` if it could not be serialized).
+fn usage_text(usage: &Usage) -> String {
+    crate::js::json::to_js_string(usage).unwrap_or_else(|_| "null".to_owned())
 }
 
 impl AgentSession {
