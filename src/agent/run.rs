@@ -639,13 +639,17 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
     }
 
     enum Msg {
-        Start(Value),
-        /// The `message_update` line, and the wire event with the partial message when
-        /// extensions want them.
-        Update(String, Option<(Value, Value)>),
+        /// The partial message, and where to say that `message_start` is out.
+        Start(Value, Sender<()>),
+        /// The `message_update` line, with the wire event and the partial message for the
+        /// extensions that subscribe to it.
+        Update(String, Value, Value),
     }
-    // pi's `message_update` payload carries the partial message; built only for subscribers.
+    // pi's `message_update` payload carries the partial message; built only for subscribers,
+    // and the update then waits for them on this thread. Without subscribers the stream thread
+    // writes its lines itself, once `message_start` is out.
     let partial_for_extensions = rt.ext.wants("message_update");
+    let direct_out = (!partial_for_extensions).then(|| rt.out.clone());
     let (tx, rx): (Sender<Msg>, Receiver<Msg>) = bounded(256);
     let final_msg = std::thread::scope(|scope| {
         let cancel2 = cancel.clone();
@@ -654,21 +658,26 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
             .spawn_scoped(scope, move || {
                 // The usage of the previous delta and its wire text (reused while unchanged).
                 let mut last_usage: Option<(Usage, String)> = None;
-                stream_assistant(&model, &ctx, &opts, &cancel2, &mut |u| {
-                    let m = match u {
-                        StreamUpdate::Start(p) => Msg::Start(p.to_value()),
-                        StreamUpdate::Event(p, e) => {
-                            let usage = match &mut last_usage {
-                                Some((u, text)) if *u == p.usage => text,
-                                slot => &mut slot.insert((p.usage.clone(), usage_text(&p.usage))).1,
-                            };
-                            let line = Event::message_update_line(usage, |out| e.write_wire(out));
-                            let for_extensions =
-                                partial_for_extensions.then(|| (e.to_wire(), p.to_value()));
-                            Msg::Update(line, for_extensions)
+                stream_assistant(&model, &ctx, &opts, &cancel2, &mut |u| match u {
+                    StreamUpdate::Start(p) => {
+                        let (done, started) = bounded(1);
+                        if tx.send(Msg::Start(p.to_value(), done)).is_ok() {
+                            let _ = started.recv();
                         }
-                    };
-                    let _ = tx.send(m);
+                    }
+                    StreamUpdate::Event(p, e) => {
+                        let usage = match &mut last_usage {
+                            Some((u, text)) if *u == p.usage => text,
+                            slot => &mut slot.insert((p.usage.clone(), usage_text(&p.usage))).1,
+                        };
+                        let line = Event::message_update_line(usage, |out| e.write_wire(out));
+                        match &direct_out {
+                            Some(out) => out.line(line),
+                            None => {
+                                let _ = tx.send(Msg::Update(line, e.to_wire(), p.to_value()));
+                            }
+                        }
+                    }
                 })
             });
         let mut started_emitted = false;
@@ -676,19 +685,18 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
             Ok(handle) => {
                 for m in rx.iter() {
                     match m {
-                        Msg::Start(p) => {
+                        Msg::Start(p, done) => {
                             started_emitted = true;
                             emit(rt, Event::MessageStart { message: p });
+                            let _ = done.send(());
                         }
-                        Msg::Update(line, for_extensions) => {
-                            if let Some((event, message)) = for_extensions {
-                                let payload = serde_json::json!({
-                                    "type": "message_update",
-                                    "message": message,
-                                    "assistantMessageEvent": event,
-                                });
-                                rt.ext.emit(&payload, Some(cancel));
-                            }
+                        Msg::Update(line, event, message) => {
+                            let payload = serde_json::json!({
+                                "type": "message_update",
+                                "message": message,
+                                "assistantMessageEvent": event,
+                            });
+                            rt.ext.emit(&payload, Some(cancel));
                             rt.out.line(line);
                         }
                     }
