@@ -796,20 +796,22 @@ impl AgentSession {
         &self,
         replaced: Option<Vec<Value>>,
     ) -> (crate::llm::types::LlmContext, StreamOptions) {
-        let all = self.messages.to_vec();
-        let source = match replaced {
-            None => all,
-            Some(mut r) => {
-                let mut head: Vec<Value> = all
-                    .into_iter()
-                    .filter(|m| Role::of(m) == Some(Role::System))
-                    .collect();
-                head.append(&mut r);
-                head
-            }
+        // With an extension's replacement: the session's system messages, then its messages.
+        let replaced = replaced.map(|mut r| {
+            let mut head: Vec<Value> = self
+                .messages
+                .iter()
+                .filter(|m| Role::of(m) == Some(Role::System))
+                .map(std::borrow::Cow::into_owned)
+                .collect();
+            head.append(&mut r);
+            head
+        });
+        let (mut system_prompt, mut messages) = match &replaced {
+            Some(source) => crate::llm::convert::convert_to_llm(source, &self.model),
+            // One message at a time: a long session is not parsed into `Value`s all at once.
+            None => crate::llm::convert::convert_to_llm_each(self.messages.iter(), &self.model),
         };
-        let (mut system_prompt, mut messages) =
-            crate::llm::convert::convert_to_llm(&source, &self.model);
         if let Some(p) = self.life.run_system_prompt() {
             system_prompt = p.to_string();
         }
@@ -843,6 +845,7 @@ impl AgentSession {
                 messages,
                 tools,
                 transcript: (self.model.api == "pi-messages").then(|| {
+                    let source = replaced.unwrap_or_else(|| self.messages.to_vec());
                     let t = crate::llm::pi_messages::llm_transcript(&source);
                     let mut t = match self.life.run_system_prompt() {
                         Some(p) => crate::llm::pi_messages::force_system_prompt(t, p, now_ms()),
