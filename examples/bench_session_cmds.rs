@@ -677,6 +677,14 @@ fn main() {
         "pi/ours = pi ms / pi-rpc ms (above 1: pi-rpc is faster). MB = peak RSS during the command \
          (VmHWM reset before it, so it includes what the process already held)."
     );
+    println!(
+        "ms = median over the repetitions, from writing the command to reading its whole \
+         response line. All commands run in one process per agent and size, in table order:\n\
+         switch_session: to a fresh copy of the file each time; fork: to the last user message \
+         (then switched back, not timed); clone: the whole branch (the next clones the clone); \
+         export_html: to a file; prompt → request: until the scripted server has read the whole \
+         HTTP request (the run is then awaited, not timed)."
+    );
     for f in failures {
         println!("failed: {f}");
     }
