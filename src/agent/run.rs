@@ -19,7 +19,6 @@ use crate::cancel::CancelToken;
 use crate::llm::errors::{is_context_overflow, is_retryable};
 use crate::llm::Role;
 use crate::llm::{stream::StreamUpdate, wire::stream_assistant};
-use serde_json::value::RawValue;
 
 use crate::llm::types::{
     AssistantMessage, CacheRetention, ContentBlock, StopReason, StreamOptions, Usage,
@@ -640,12 +639,17 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
     }
 
     enum Msg {
-        Start(Value),
-        /// Usage text, the wire event, and the partial message when extensions want it.
-        Update(Box<RawValue>, Value, Option<Value>),
+        /// The partial message, and where to say that `message_start` is out.
+        Start(Value, Sender<()>),
+        /// The `message_update` line, with the wire event and the partial message for the
+        /// extensions that subscribe to it.
+        Update(String, Value, Value),
     }
-    // pi's `message_update` payload carries the partial message; built only for subscribers.
+    // pi's `message_update` payload carries the partial message; built only for subscribers,
+    // and the update then waits for them on this thread. Without subscribers the stream thread
+    // writes its lines itself, once `message_start` is out.
     let partial_for_extensions = rt.ext.wants("message_update");
+    let direct_out = (!partial_for_extensions).then(|| rt.out.clone());
     let (tx, rx): (Sender<Msg>, Receiver<Msg>) = bounded(256);
     let final_msg = std::thread::scope(|scope| {
         let cancel2 = cancel.clone();
@@ -653,24 +657,27 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
             .name("llm-stream".into())
             .spawn_scoped(scope, move || {
                 // The usage of the previous delta and its wire text (reused while unchanged).
-                let mut last_usage: Option<(Usage, Box<RawValue>)> = None;
-                stream_assistant(&model, &ctx, &opts, &cancel2, &mut |u| {
-                    let m = match u {
-                        StreamUpdate::Start(p) => Msg::Start(p.to_value()),
-                        StreamUpdate::Event(p, e) => {
-                            let usage = match &last_usage {
-                                Some((u, text)) if *u == p.usage => text.clone(),
-                                _ => {
-                                    let text = usage_text(&p.usage);
-                                    last_usage = Some((p.usage.clone(), text.clone()));
-                                    text
-                                }
-                            };
-                            let partial = partial_for_extensions.then(|| p.to_value());
-                            Msg::Update(usage, e.to_wire(), partial)
+                let mut last_usage: Option<(Usage, String)> = None;
+                stream_assistant(&model, &ctx, &opts, &cancel2, &mut |u| match u {
+                    StreamUpdate::Start(p) => {
+                        let (done, started) = bounded(1);
+                        if tx.send(Msg::Start(p.to_value(), done)).is_ok() {
+                            let _ = started.recv();
                         }
-                    };
-                    let _ = tx.send(m);
+                    }
+                    StreamUpdate::Event(p, e) => {
+                        let usage = match &mut last_usage {
+                            Some((u, text)) if *u == p.usage => text,
+                            slot => &mut slot.insert((p.usage.clone(), usage_text(&p.usage))).1,
+                        };
+                        let line = Event::message_update_line(usage, |out| e.write_wire(out));
+                        match &direct_out {
+                            Some(out) => out.line(line),
+                            None => {
+                                let _ = tx.send(Msg::Update(line, e.to_wire(), p.to_value()));
+                            }
+                        }
+                    }
                 })
             });
         let mut started_emitted = false;
@@ -678,31 +685,19 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
             Ok(handle) => {
                 for m in rx.iter() {
                     match m {
-                        Msg::Start(p) => {
+                        Msg::Start(p, done) => {
                             started_emitted = true;
                             emit(rt, Event::MessageStart { message: p });
+                            let _ = done.send(());
                         }
-                        Msg::Update(usage, ev, partial) => {
-                            let e = Event::MessageUpdate {
-                                usage,
-                                assistant_message_event: ev,
-                            };
-                            if let (
-                                Some(message),
-                                Event::MessageUpdate {
-                                    assistant_message_event,
-                                    ..
-                                },
-                            ) = (partial, &e)
-                            {
-                                let payload = serde_json::json!({
-                                    "type": "message_update",
-                                    "message": message,
-                                    "assistantMessageEvent": assistant_message_event,
-                                });
-                                rt.ext.emit(&payload, Some(cancel));
-                            }
-                            rt.out.event(&e);
+                        Msg::Update(line, event, message) => {
+                            let payload = serde_json::json!({
+                                "type": "message_update",
+                                "message": message,
+                                "assistantMessageEvent": event,
+                            });
+                            rt.ext.emit(&payload, Some(cancel));
+                            rt.out.line(line);
                         }
                     }
                 }
@@ -783,12 +778,9 @@ fn request_auth_unless_aborted(
     }
 }
 
-/// `usage` as wire text (JavaScript number formatting).
-fn usage_text(usage: &Usage) -> Box<RawValue> {
-    crate::js::json::to_js_string(usage)
-        .ok()
-        .and_then(|t| RawValue::from_string(t).ok())
-        .unwrap_or_else(|| RawValue::NULL.to_owned())
+/// The usage's wire text in a `message_update` (`null` if it could not be serialized).
+fn usage_text(usage: &Usage) -> String {
+    crate::js::json::to_js_string(usage).unwrap_or_else(|_| "null".to_owned())
 }
 
 impl AgentSession {
@@ -804,20 +796,22 @@ impl AgentSession {
         &self,
         replaced: Option<Vec<Value>>,
     ) -> (crate::llm::types::LlmContext, StreamOptions) {
-        let all = self.messages.to_vec();
-        let source = match replaced {
-            None => all,
-            Some(mut r) => {
-                let mut head: Vec<Value> = all
-                    .into_iter()
-                    .filter(|m| Role::of(m) == Some(Role::System))
-                    .collect();
-                head.append(&mut r);
-                head
-            }
+        // With an extension's replacement: the session's system messages, then its messages.
+        let replaced = replaced.map(|mut r| {
+            let mut head: Vec<Value> = self
+                .messages
+                .iter()
+                .filter(|m| Role::of(m) == Some(Role::System))
+                .map(std::borrow::Cow::into_owned)
+                .collect();
+            head.append(&mut r);
+            head
+        });
+        let (mut system_prompt, mut messages) = match &replaced {
+            Some(source) => crate::llm::convert::convert_to_llm(source, &self.model),
+            // One message at a time: a long session is not parsed into `Value`s all at once.
+            None => crate::llm::convert::convert_to_llm_each(self.messages.iter(), &self.model),
         };
-        let (mut system_prompt, mut messages) =
-            crate::llm::convert::convert_to_llm(&source, &self.model);
         if let Some(p) = self.life.run_system_prompt() {
             system_prompt = p.to_string();
         }
@@ -851,6 +845,7 @@ impl AgentSession {
                 messages,
                 tools,
                 transcript: (self.model.api == "pi-messages").then(|| {
+                    let source = replaced.unwrap_or_else(|| self.messages.to_vec());
                     let t = crate::llm::pi_messages::llm_transcript(&source);
                     let mut t = match self.life.run_system_prompt() {
                         Some(p) => crate::llm::pi_messages::force_system_prompt(t, p, now_ms()),

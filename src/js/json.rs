@@ -54,6 +54,42 @@ pub(crate) fn js_stringify(v: &Value) -> String {
     to_js_string(v).unwrap_or_default()
 }
 
+/// Appends `JSON.stringify(s)` to `out`: the string in quotes with `"`, `\\` and the control
+/// characters escaped (`\b \t \n \f \r` short, the others as `\u00xx`), everything else raw —
+/// the bytes serde_json writes for a string, so hand-built lines match serialized ones.
+pub(crate) fn push_js_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        // Escaped bytes are ASCII, so `start..i` and `i + 1..` are char boundaries.
+        out.push_str(&s[start..i]);
+        if short.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        } else {
+            out.push_str(short);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
 /// `JSON.stringify(v, null, 2)`: two-space indentation, `": "` after keys, keys in stored
 /// order, numbers as JavaScript prints them.
 pub(crate) fn js_stringify_pretty(v: &Value) -> String {
@@ -107,6 +143,36 @@ fn write_pretty(v: &Value, depth: usize, out: &mut String) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn push_js_string_writes_what_serde_json_writes() {
+        let mut samples: Vec<String> = (0u32..0x80)
+            .filter_map(char::from_u32)
+            .map(|c| format!("a{c}b{c}"))
+            .collect();
+        samples.extend(
+            [
+                "",
+                "plain",
+                "\"quoted\" \\ back\\slash",
+                "line\nbreak\r\n\ttab",
+                "\u{0}\u{1f}\u{7f}",
+                "ünïcödé naïve 日本語 🦀",
+                "\u{2028}\u{2029} separators",
+                "\u{feff}bom\u{ffff}",
+            ]
+            .map(String::from),
+        );
+        for s in samples {
+            let mut out = String::from("x");
+            push_js_string(&mut out, &s);
+            assert_eq!(
+                out,
+                format!("x{}", serde_json::to_string(&s).unwrap()),
+                "{s:?}"
+            );
+        }
+    }
 
     #[test]
     fn stringify_pretty() {

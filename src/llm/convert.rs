@@ -54,6 +54,25 @@ pub fn convert_to_llm(messages: &[Value], model: &Model) -> (String, Vec<LlmMess
     (system_prompt, transform_messages(converted, model))
 }
 
+/// [`convert_to_llm`] over messages handed out one at a time (each parsed on demand and
+/// dropped once converted, so a long session is never held as `Value`s all at once).
+pub fn convert_to_llm_each<'a>(
+    messages: impl Iterator<Item = std::borrow::Cow<'a, Value>>,
+    model: &Model,
+) -> (String, Vec<LlmMessage>) {
+    let mut system = Vec::new();
+    let mut converted = Vec::with_capacity(messages.size_hint().0);
+    for m in messages {
+        if let Some(c) = convert_one(&m) {
+            converted.push(c);
+        }
+        if is_system(&m) {
+            system.push(m.into_owned());
+        }
+    }
+    (system_prompt(&system), transform_messages(converted, model))
+}
+
 fn str_field<'a>(m: &'a serde_json::Map<String, Value>, k: &str) -> Option<&'a str> {
     m.get(k).and_then(Value::as_str)
 }
@@ -447,6 +466,7 @@ pub fn normalize_tool_call_ids(
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::borrow::Cow;
 
     fn model(images: bool) -> Model {
         Model {
@@ -525,6 +545,8 @@ mod tests {
         let (sp, conv) = convert_to_llm(&msgs, &model(true));
         assert_eq!(sp, system_prompt(&msgs));
         assert_eq!(conv, vec![user("hi", 2)]);
+        let each = convert_to_llm_each(msgs.iter().map(Cow::Borrowed), &model(true));
+        assert_eq!(each, (sp, conv));
     }
 
     #[test]
@@ -539,6 +561,8 @@ mod tests {
             json!({"role":"branchSummary","summary":"B1","fromId":null,"timestamp":11}),
         ];
         let (_, conv) = convert_to_llm(&msgs, &model(true));
+        let each = convert_to_llm_each(msgs.iter().map(Cow::Borrowed), &model(true));
+        assert_eq!(each.1, conv);
         let texts: Vec<String> = conv
             .iter()
             .map(|m| match m {

@@ -528,6 +528,42 @@ impl AssistantEvent {
         }
     }
 
+    /// Appends [`AssistantEvent::to_wire`] as compact JSON (the bytes `JSON.stringify` gives),
+    /// without building the object: this runs once per streamed delta.
+    pub fn write_wire(&self, out: &mut String) {
+        use crate::js::json::push_js_string;
+        let (key, text) = match self {
+            AssistantEvent::TextStart { .. } | AssistantEvent::ThinkingStart { .. } => ("", ""),
+            AssistantEvent::TextDelta { delta, .. }
+            | AssistantEvent::ThinkingDelta { delta, .. }
+            | AssistantEvent::ToolcallDelta { delta, .. } => ("delta", delta.as_str()),
+            AssistantEvent::TextEnd { content, .. }
+            | AssistantEvent::ThinkingEnd { content, .. } => ("content", content.as_str()),
+            // Rare, and the tool call's arguments are any JSON: the general path.
+            AssistantEvent::ToolcallStart { .. } | AssistantEvent::ToolcallEnd { .. } => {
+                out.push_str(&crate::js::json::js_stringify(&self.to_wire()));
+                return;
+            }
+        };
+        out.push_str("{\"type\":\"");
+        out.push_str(self.type_name());
+        out.push_str("\",\"contentIndex\":");
+        match u8::try_from(self.content_index()) {
+            Ok(ci) if ci < 10 => out.push(char::from(b'0' + ci)),
+            _ => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "{}", self.content_index());
+            }
+        }
+        if !key.is_empty() {
+            out.push_str(",\"");
+            out.push_str(key);
+            out.push_str("\":");
+            push_js_string(out, text);
+        }
+        out.push('}');
+    }
+
     /// The `assistantMessageEvent` object of a wire `message_update` (rpc-protocol.md §7).
     pub fn to_wire(&self) -> Value {
         let mut m = Map::new();
@@ -1010,6 +1046,63 @@ mod tests {
                 serde_json::to_string(&got).unwrap(),
                 serde_json::to_string(&want).unwrap()
             );
+            let mut line = String::new();
+            ev.write_wire(&mut line);
+            assert_eq!(line, crate::js::json::js_stringify(&want));
+        }
+    }
+
+    /// The hand-written wire text is the serialized object, for every kind and awkward text.
+    #[test]
+    fn write_wire_is_the_serialized_wire_object() {
+        let texts = [
+            "",
+            "a",
+            "\"q\" \\ \n\r\t\u{1}\u{1f}",
+            "ünï 日本 🦀 \u{2028}",
+        ];
+        for ci in [0, 7, 10, 123_456] {
+            let mut evs = vec![
+                AssistantEvent::TextStart { content_index: ci },
+                AssistantEvent::ThinkingStart { content_index: ci },
+            ];
+            for t in texts {
+                evs.extend([
+                    AssistantEvent::TextDelta {
+                        content_index: ci,
+                        delta: t.into(),
+                    },
+                    AssistantEvent::ThinkingDelta {
+                        content_index: ci,
+                        delta: t.into(),
+                    },
+                    AssistantEvent::ToolcallDelta {
+                        content_index: ci,
+                        delta: t.into(),
+                    },
+                    AssistantEvent::TextEnd {
+                        content_index: ci,
+                        content: t.into(),
+                    },
+                    AssistantEvent::ThinkingEnd {
+                        content_index: ci,
+                        content: t.into(),
+                    },
+                    AssistantEvent::ToolcallStart {
+                        content_index: ci,
+                        id: t.into(),
+                        tool_name: t.into(),
+                    },
+                ]);
+            }
+            for ev in evs {
+                let mut line = String::from("[");
+                ev.write_wire(&mut line);
+                assert_eq!(
+                    line,
+                    format!("[{}", crate::js::json::js_stringify(&ev.to_wire()))
+                );
+            }
         }
     }
 }

@@ -149,6 +149,21 @@ impl Event {
             Event::ExtensionError { .. } => "extension_error",
         }
     }
+
+    /// The line [`crate::protocol::framing::encode`] writes for an [`Event::MessageUpdate`] with
+    /// this `usage` text and the `assistantMessageEvent` that `write_event` appends as JSON,
+    /// built directly: the stream sends one per delta.
+    pub fn message_update_line(usage: &str, write_event: impl FnOnce(&mut String)) -> String {
+        const HEAD: &str = "{\"type\":\"message_update\",\"usage\":";
+        const MID: &str = ",\"assistantMessageEvent\":";
+        let mut line = String::with_capacity(HEAD.len() + usage.len() + MID.len() + 64);
+        line.push_str(HEAD);
+        line.push_str(usage);
+        line.push_str(MID);
+        write_event(&mut line);
+        line.push('}');
+        line
+    }
 }
 
 /// Why a compaction runs.
@@ -167,6 +182,20 @@ mod tests {
 
     fn wire(e: &Event) -> String {
         crate::protocol::framing::encode(e)
+    }
+
+    #[test]
+    fn message_update_line_is_the_encoded_event() {
+        let usage = r#"{"input":12,"cost":{"input":0.000036,"total":0.0000975}}"#;
+        let event = json!({"type":"text_delta","contentIndex":0,"delta":"a\"\n\u{2028}ü"});
+        let line = Event::message_update_line(usage, |out| {
+            out.push_str(&crate::js::json::js_stringify(&event))
+        });
+        let e = Event::MessageUpdate {
+            usage: serde_json::value::RawValue::from_string(usage.into()).unwrap(),
+            assistant_message_event: event,
+        };
+        assert_eq!(line, wire(&e));
     }
 
     /// One of each variant, with every optional field present and absent: the exact text on the

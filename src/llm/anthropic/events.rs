@@ -1,6 +1,7 @@
 //! The Anthropic SSE stream: per-response state, event handling and stop-reason mapping.
 
 use super::*;
+use std::borrow::Cow;
 
 /// An open content block: Anthropic's block index → our content index (and the argument
 /// stream of a tool call).
@@ -151,6 +152,9 @@ impl<'m> StreamState<'m> {
             return Err(Failure::Error(data.to_owned()));
         }
         if !MESSAGE_EVENTS.contains(&name) {
+            return Ok(());
+        }
+        if name == "content_block_delta" && self.text_delta(data, out) {
             return Ok(());
         }
         let ev: Value = crate::js::json::parse::parse_json_with_repair(data).ok_or_else(|| {
@@ -435,6 +439,69 @@ impl<'m> StreamState<'m> {
     }
 }
 
+/// A `content_block_delta` carrying text or thinking, read without building a `Value` (most of
+/// a reply's events are these). Anything else fails to parse into it (another delta kind, a
+/// duplicate key, a non-integer index, a missing or non-string text) and takes the general path.
+#[derive(serde::Deserialize)]
+struct TextDeltaEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Cow<'a, str>,
+    index: Option<u64>,
+    #[serde(borrow)]
+    delta: TextDeltaBody<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct TextDeltaBody<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
+}
+
+impl StreamState<'_> {
+    /// Handles `data` when it is a text or thinking delta (as the general path in
+    /// [`StreamState::handle`] would); false when it is not one, and nothing was done but the
+    /// stream's start.
+    fn text_delta(&mut self, data: &str, out: &mut StreamedMessage<'_>) -> bool {
+        let Ok(ev) = serde_json::from_str::<TextDeltaEvent<'_>>(data) else {
+            return false;
+        };
+        let thinking = match (ev.delta.ty.as_ref(), ev.delta.text, ev.delta.thinking) {
+            _ if ev.ty != "content_block_delta" => return false,
+            ("text_delta", Some(d), _) => Err(d),
+            ("thinking_delta", _, Some(d)) => Ok(d),
+            _ => return false,
+        };
+        out.start();
+        let index = ev.index.unwrap_or(0);
+        let Some(open) = self.open.iter().find(|o| o.index == index) else {
+            return true;
+        };
+        let ci = open.content_index;
+        match (thinking, out.msg.content.get_mut(ci)) {
+            (Err(d), Some(ContentBlock::Text { text, .. })) => {
+                text.push_str(&d);
+                out.emit(AssistantEvent::TextDelta {
+                    content_index: ci,
+                    delta: d.into_owned(),
+                });
+            }
+            (Ok(d), Some(ContentBlock::Thinking { thinking, .. })) => {
+                thinking.push_str(&d);
+                out.emit(AssistantEvent::ThinkingDelta {
+                    content_index: ci,
+                    delta: d.into_owned(),
+                });
+            }
+            _ => {}
+        }
+        true
+    }
+}
+
 /// Anthropic stop reasons → pi's (providers.md §2).
 fn map_stop_reason(
     reason: &str,
@@ -500,6 +567,73 @@ mod tests {
             .iter()
             .map(|(e, d)| format!("event: {e}\ndata: {d}\n\n"))
             .collect()
+    }
+
+    /// Text and thinking deltas read by the typed fast path and the odd ones left to the
+    /// general path land alike: escapes decoded, a float index, a duplicate key, a missing text
+    /// (an empty delta), a delta for another kind of block or an unknown index (nothing).
+    #[test]
+    fn text_and_thinking_deltas_fast_and_general_paths() {
+        let delta = |index: &str, body: &str| {
+            (
+                "content_block_delta",
+                serde_json::from_str::<Value>(&format!(
+                    r#"{{"type":"content_block_delta","index":{index},"delta":{body}}}"#
+                ))
+                .unwrap(),
+            )
+        };
+        let mut events = vec![
+            (
+                "message_start",
+                json!({"type":"message_start","message":{"id":"m","model":"mock-sonnet","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
+            ),
+        ];
+        events.extend([
+            delta(
+                "0",
+                r#"{"type":"thinking_delta","thinking":"think \"q\"\n"}"#,
+            ),
+            delta("1", r#"{"type":"text_delta","text":"plain "}"#),
+            delta("1", r#"{"type":"text_delta","text":"esc\u00e9\t\\ "}"#),
+            delta("1.0", r#"{"type":"text_delta","text":"float "}"#),
+            delta("1", r#"{"type":"text_delta","text":"dup1","text":"dup2 "}"#),
+            delta("1", r#"{"type":"text_delta"}"#),
+            delta("1", r#"{"type":"thinking_delta","thinking":"wrong block"}"#),
+            delta("0", r#"{"type":"text_delta","text":"wrong block"}"#),
+            delta("9", r#"{"type":"text_delta","text":"unknown index"}"#),
+        ]);
+        let (msg, wire, result, starts) = run_events(&sse(&events));
+        assert!(result.is_ok());
+        assert_eq!(starts, 1);
+        let deltas: Vec<String> = wire.iter().map(|w| w.to_string()).collect();
+        assert_eq!(
+            deltas,
+            [
+                r#"{"type":"thinking_start","contentIndex":0}"#,
+                r#"{"type":"text_start","contentIndex":1}"#,
+                r#"{"type":"thinking_delta","contentIndex":0,"delta":"think \"q\"\n"}"#,
+                r#"{"type":"text_delta","contentIndex":1,"delta":"plain "}"#,
+                r#"{"type":"text_delta","contentIndex":1,"delta":"escé\t\\ "}"#,
+                r#"{"type":"text_delta","contentIndex":1,"delta":"float "}"#,
+                r#"{"type":"text_delta","contentIndex":1,"delta":"dup2 "}"#,
+                r#"{"type":"text_delta","contentIndex":1,"delta":""}"#,
+            ]
+        );
+        assert!(
+            matches!(&msg.content[0], ContentBlock::Thinking { thinking, .. } if thinking == "think \"q\"\n")
+        );
+        assert!(
+            matches!(&msg.content[1], ContentBlock::Text { text, .. } if text == "plain escé\t\\ float dup2 ")
+        );
     }
 
     #[test]
