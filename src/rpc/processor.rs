@@ -317,7 +317,7 @@ impl Processor {
                 reply(Ok(Some(data)));
             }
             Command::GetEntries { since } => {
-                // The entries' exact stored text, not a re-serialization.
+                // Each entry as its stored text where that is already its printed form.
                 let line = {
                     let s = self.session.lock();
                     let sm = &s.session;
