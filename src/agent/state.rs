@@ -804,8 +804,9 @@ impl AgentSession {
         })
     }
 
-    /// `get_fork_messages`: every user message in the file with non-empty text.
-    pub fn fork_messages(&self) -> Value {
+    /// `get_fork_messages`: every user message in the file with non-empty text (serialized by
+    /// the caller, after the lock is released).
+    pub(crate) fn fork_messages(&self) -> ForkMessagesData {
         let messages = self
             .session
             .fork_messages()
@@ -815,6 +816,6 @@ impl AgentSession {
                 text: m.text,
             })
             .collect();
-        to_value(&ForkMessagesData { messages })
+        ForkMessagesData { messages }
     }
 }

@@ -43,9 +43,14 @@ pub(crate) fn to_js_vec<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::
 
 /// Appends `JSON.stringify(value)` to `out` (nothing fails: a `Value` always serializes).
 pub(crate) fn write_js(out: &mut Vec<u8>, value: &Value) {
+    write_js_of(out, value)
+}
+
+/// [`write_js`] for any of our serializable types (their keys are strings; the sink is memory,
+/// so nothing can fail).
+pub(crate) fn write_js_of<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let mut ser = serde_json::Serializer::with_formatter(&mut *out, JsFormatter);
-    // Writing a `Value` into a Vec cannot fail (its keys are strings, the sink is memory).
-    let _ = serde::Serialize::serialize(value, &mut ser);
+    let _ = value.serialize(&mut ser);
 }
 
 /// `JSON.stringify` of a parsed value: like `serde_json::to_string`, but numbers print as

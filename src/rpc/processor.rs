@@ -313,11 +313,15 @@ impl Processor {
                 reply(Ok(Some(json!({ "text": text }))));
             }
             Command::GetForkMessages => {
+                // Printed straight into the line, outside the lock (tens of MB on long
+                // sessions).
                 let data = self.session.lock().fork_messages();
-                reply(Ok(Some(data)));
+                let line =
+                    Response::ok_line(id, name, 0, |out| crate::js::json::write_js_of(out, &data));
+                self.out.line(line);
             }
             Command::GetEntries { since } => {
-                // The entries' exact stored text, not a re-serialization.
+                // Each entry as its stored text where that is already its printed form.
                 let line = {
                     let s = self.session.lock();
                     let sm = &s.session;
