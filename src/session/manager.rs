@@ -621,7 +621,10 @@ impl SessionManager {
             .iter()
             .filter(|e| e.role() == Some(&Role::User))
             .filter_map(|e| {
-                let text = user_message_text(&e.message()?);
+                let text = match super::user_text::user_text(e.raw()) {
+                    Some(t) => t,
+                    None => user_message_text(&e.message()?),
+                };
                 (!text.is_empty()).then(|| ForkMessage {
                     entry_id: e.id().to_string(),
                     text,
