@@ -583,16 +583,17 @@ fn stream_turn(rt: &Runtime, cancel: &CancelToken, retry: &mut RetryState) -> As
     } else {
         None
     };
-    let (mut model, ctx, mut opts, registry) = {
+    let (mut model, inputs, registry) = {
         let s = rt.state.lock();
-        let (ctx, opts) = s.llm_request_with(replaced);
         (
             s.model.clone(),
-            ctx,
-            opts,
+            s.request_inputs(),
             std::sync::Arc::clone(&s.registry),
         )
     };
+    // Converted without the lock: a long context takes a while (a second at 100k entries), and
+    // `get_state`, the queue commands and the other threads keep going meanwhile.
+    let (ctx, mut opts) = inputs.build(replaced);
     // Outside the lock: a `!command` key or header runs a shell command, and an OAuth token
     // due for renewal is refreshed (network and auth.json under its lock).
     let mut auth_failure: Option<String> = None;
@@ -784,40 +785,9 @@ fn usage_text(usage: &Usage) -> String {
 }
 
 impl AgentSession {
-    /// The LLM context and options for the next request, without credentials (the caller
-    /// resolves them with `registry.request_auth` after releasing the lock).
-    pub fn llm_request(&self) -> (crate::llm::types::LlmContext, StreamOptions) {
-        self.llm_request_with(None)
-    }
-
-    /// [`AgentSession::llm_request`] with the agent messages an extension's `context` handler
-    /// returned (system messages excluded: the session's are put back first).
-    pub fn llm_request_with(
-        &self,
-        replaced: Option<Vec<Value>>,
-    ) -> (crate::llm::types::LlmContext, StreamOptions) {
-        // With an extension's replacement: the session's system messages, then its messages.
-        let replaced = replaced.map(|mut r| {
-            let mut head: Vec<Value> = self
-                .messages
-                .iter()
-                .filter(|m| Role::of(m) == Some(Role::System))
-                .map(std::borrow::Cow::into_owned)
-                .collect();
-            head.append(&mut r);
-            head
-        });
-        let (mut system_prompt, mut messages) = match &replaced {
-            Some(source) => crate::llm::convert::convert_to_llm(source, &self.model),
-            // One message at a time: a long session is not parsed into `Value`s all at once.
-            None => crate::llm::convert::convert_to_llm_each(self.messages.iter(), &self.model),
-        };
-        if let Some(p) = self.life.run_system_prompt() {
-            system_prompt = p.to_string();
-        }
-        if self.settings.images_block_images() {
-            crate::image::block_images(&mut messages);
-        }
+    /// What the next request is built from ([`RequestInputs::build`]), copied under the lock:
+    /// the context messages share their stored text, so the copy costs a pointer per message.
+    pub(crate) fn request_inputs(&self) -> RequestInputs {
         let tools = self
             .active_tool_decls()
             .into_iter()
@@ -828,39 +798,83 @@ impl AgentSession {
                 strict_prefer: t.constrained_sampling,
             })
             .collect();
-        let opts = StreamOptions {
-            api_key: None,
-            thinking_level: self.thinking_level,
-            thinking_budgets: self.settings.thinking_budgets(),
-            max_tokens: None,
-            cache_retention: CacheRetention::from_env(),
-            idle_timeout: Duration::from_millis(self.settings.http_idle_timeout_ms()),
-            headers: Vec::new(),
-            session_id: Some(self.session.session_id().to_string()),
-            env: Vec::new(),
+        RequestInputs {
+            messages: self.messages.clone(),
+            model: self.model.clone(),
+            run_system_prompt: self.life.run_system_prompt().map(str::to_string),
+            block_images: self.settings.images_block_images(),
+            tools,
+            opts: StreamOptions {
+                api_key: None,
+                thinking_level: self.thinking_level,
+                thinking_budgets: self.settings.thinking_budgets(),
+                max_tokens: None,
+                cache_retention: CacheRetention::from_env(),
+                idle_timeout: Duration::from_millis(self.settings.http_idle_timeout_ms()),
+                headers: Vec::new(),
+                session_id: Some(self.session.session_id().to_string()),
+                env: Vec::new(),
+            },
+        }
+    }
+}
+
+/// A copy of what a request needs from the state ([`AgentSession::request_inputs`]).
+pub(crate) struct RequestInputs {
+    messages: crate::session::messages::ContextMessages,
+    model: crate::llm::model::Model,
+    run_system_prompt: Option<String>,
+    block_images: bool,
+    tools: Vec<crate::llm::types::ToolSpec>,
+    opts: StreamOptions,
+}
+
+impl RequestInputs {
+    /// The LLM context and options for the request, without credentials (the caller resolves
+    /// them with `registry.request_auth`), with the agent messages an extension's `context`
+    /// handler returned in place of the session's (system messages excluded: the session's are
+    /// put back first).
+    pub(crate) fn build(
+        self,
+        replaced: Option<Vec<Value>>,
+    ) -> (crate::llm::types::LlmContext, StreamOptions) {
+        // With an extension's replacement: the session's system messages, then its messages.
+        let replaced = replaced.map(|mut r| {
+            let mut head = self.messages.system_messages();
+            head.append(&mut r);
+            head
+        });
+        let (mut system_prompt, mut messages) = match &replaced {
+            Some(source) => crate::llm::convert::convert_to_llm(source, &self.model),
+            // One message at a time: a long session is not parsed into `Value`s all at once.
+            None => crate::llm::convert::convert_to_llm_each(self.messages.iter(), &self.model),
         };
+        if let Some(p) = &self.run_system_prompt {
+            system_prompt = p.clone();
+        }
+        if self.block_images {
+            crate::image::block_images(&mut messages);
+        }
+        let transcript = (self.model.api == "pi-messages").then(|| {
+            let source = replaced.unwrap_or_else(|| self.messages.to_vec());
+            let t = crate::llm::pi_messages::llm_transcript(&source);
+            let mut t = match &self.run_system_prompt {
+                Some(p) => crate::llm::pi_messages::force_system_prompt(t, p, now_ms()),
+                None => t,
+            };
+            if self.block_images {
+                crate::llm::pi_messages::block_images(&mut t, crate::image::IMAGE_BLOCKED_TEXT);
+            }
+            t
+        });
         (
             crate::llm::types::LlmContext {
                 system_prompt,
                 messages,
-                tools,
-                transcript: (self.model.api == "pi-messages").then(|| {
-                    let source = replaced.unwrap_or_else(|| self.messages.to_vec());
-                    let t = crate::llm::pi_messages::llm_transcript(&source);
-                    let mut t = match self.life.run_system_prompt() {
-                        Some(p) => crate::llm::pi_messages::force_system_prompt(t, p, now_ms()),
-                        None => t,
-                    };
-                    if self.settings.images_block_images() {
-                        crate::llm::pi_messages::block_images(
-                            &mut t,
-                            crate::image::IMAGE_BLOCKED_TEXT,
-                        );
-                    }
-                    t
-                }),
+                tools: self.tools,
+                transcript,
             },
-            opts,
+            self.opts,
         )
     }
 }

@@ -21,8 +21,8 @@ use crate::js::number::js_value;
 use crate::llm::thinking::{clamp_level, supported_levels};
 use crate::llm::{Model, ModelRegistry, Role, ThinkingLevel};
 use crate::protocol::data::{
-    to_value, ClearedQueues, CommandInfo, CommandsData, ContextUsage, CycleModelData, ForkMessage,
-    ForkMessagesData, SessionStatsData, StateData, TokenTotals,
+    to_value, ClearedQueues, CommandInfo, CommandsData, ContextUsage, CycleModelData,
+    SessionStatsData, StateData, TokenTotals,
 };
 use crate::protocol::message::user_message;
 use crate::protocol::{Event, ImageContent, StreamingBehavior};
@@ -802,20 +802,5 @@ impl AgentSession {
         to_value(&CommandsData {
             commands: prompts.chain(skills).collect(),
         })
-    }
-
-    /// `get_fork_messages`: every user message in the file with non-empty text (serialized by
-    /// the caller, after the lock is released).
-    pub(crate) fn fork_messages(&self) -> ForkMessagesData {
-        let messages = self
-            .session
-            .fork_messages()
-            .into_iter()
-            .map(|m| ForkMessage {
-                entry_id: m.entry_id,
-                text: m.text,
-            })
-            .collect();
-        ForkMessagesData { messages }
     }
 }

@@ -92,20 +92,6 @@ pub(crate) struct CommandsData<'a> {
     pub commands: Vec<CommandInfo<'a>>,
 }
 
-/// One `get_fork_messages` item.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ForkMessage {
-    pub entry_id: String,
-    pub text: String,
-}
-
-/// `get_fork_messages`.
-#[derive(Serialize)]
-pub(crate) struct ForkMessagesData {
-    pub messages: Vec<ForkMessage>,
-}
-
 /// `cycle_model` (when there is a model to cycle to).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -313,11 +313,12 @@ impl Processor {
                 reply(Ok(Some(json!({ "text": text }))));
             }
             Command::GetForkMessages => {
-                // Printed straight into the line, outside the lock (tens of MB on long
-                // sessions).
-                let data = self.session.lock().fork_messages();
-                let line =
-                    Response::ok_line(id, name, 0, |out| crate::js::json::write_js_of(out, &data));
+                // Printed straight into the line (tens of MB on long sessions, mostly copied
+                // string literals).
+                let line = {
+                    let s = self.session.lock();
+                    Response::ok_line(id, name, 0, |out| s.session.write_fork_messages_json(out))
+                };
                 self.out.line(line);
             }
             Command::GetEntries { since } => {

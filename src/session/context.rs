@@ -102,7 +102,7 @@ pub fn build_messages(branch: &[&Entry]) -> ContextMessages {
     let mut out = ContextMessages::new();
     for (_, contribution) in contributions(branch) {
         match contribution {
-            Contribution::Stored(raw) => out.push_raw(raw.to_owned()),
+            Contribution::Stored(raw) => out.push_raw(raw),
             Contribution::Built(messages) => {
                 for msg in messages {
                     out.push(msg);

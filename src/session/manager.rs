@@ -16,6 +16,7 @@ use super::messages::ContextMessages;
 use super::migrate;
 use super::stats::SessionTotals;
 use super::tree;
+use super::user_text::{user_text, UserText};
 use crate::llm::Role;
 use crate::util;
 
@@ -617,17 +618,43 @@ impl SessionManager {
     /// `get_fork_messages`: every user message in the file (all branches, append order) with
     /// non-empty text.
     pub fn fork_messages(&self) -> Vec<ForkMessage> {
+        self.fork_texts()
+            .map(|(e, text)| ForkMessage {
+                entry_id: e.id().to_string(),
+                text: text.into_string(),
+            })
+            .collect()
+    }
+
+    /// Appends the `get_fork_messages` data, `{"messages":[{"entryId","text"}…]}`, to `out`; a
+    /// text stored as a string literal in printed form is copied as it is.
+    pub fn write_fork_messages_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"messages\":[");
+        for (i, (e, text)) in self.fork_texts().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"entryId\":");
+            crate::js::json::write_js_of(out, e.id());
+            out.extend_from_slice(b",\"text\":");
+            text.write_json(out);
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"]}");
+    }
+
+    /// The user message entries with non-empty text, and their text.
+    fn fork_texts(&self) -> impl Iterator<Item = (&Entry, UserText<'_>)> + '_ {
         self.entries
             .iter()
             .filter(|e| e.role() == Some(&Role::User))
             .filter_map(|e| {
-                let text = user_message_text(&e.message()?);
-                (!text.is_empty()).then(|| ForkMessage {
-                    entry_id: e.id().to_string(),
-                    text,
-                })
+                let text = match user_text(e.raw()) {
+                    Some(t) => t,
+                    None => UserText::Text(user_message_text(&e.message()?)),
+                };
+                (!text.is_empty()).then_some((e, text))
             })
-            .collect()
     }
 
     /// The tree of all entries (`get_tree`), built without recursion.
@@ -832,6 +859,19 @@ mod tests {
             crate::protocol::framing::encode(&messages.to_vec())
         );
         assert_eq!(sm.totals().assistant_messages, 1);
+
+        let mut out = Vec::new();
+        sm.write_fork_messages_json(&mut out);
+        let items: Vec<Value> = sm
+            .fork_messages()
+            .into_iter()
+            .map(|m| json!({"entryId": m.entry_id, "text": m.text}))
+            .collect();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            crate::protocol::framing::encode(&json!({ "messages": items }))
+        );
+        assert_eq!(sm.fork_messages()[0].text, "café / x");
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The agent's context messages: those loaded from the session file are kept as their exact JSON
-//! text (a parsed `Value` costs several times its text), those created in this process as
-//! `Value`s. Readers get parsed `Value`s on demand.
+//! text (a parsed `Value` costs several times its text), shared, so that a copy of a long
+//! context costs a pointer per message (a request is built from a copy, outside the state lock);
+//! those created in this process as `Value`s. Readers get parsed `Value`s on demand.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -10,8 +12,8 @@ use serde_json::Value;
 /// One context message.
 #[derive(Clone, Debug)]
 enum Message {
-    /// The message's JSON text, as stored in its session entry.
-    Raw(Box<RawValue>),
+    /// The message's JSON text (valid JSON), as stored in its session entry.
+    Raw(Arc<str>),
     Value(Value),
 }
 
@@ -19,7 +21,7 @@ impl Message {
     fn value(&self) -> Cow<'_, Value> {
         match self {
             // The text was validated when the entry was read, so parsing cannot fail.
-            Message::Raw(r) => Cow::Owned(super::value::from_str(r.get()).unwrap_or(Value::Null)),
+            Message::Raw(r) => Cow::Owned(super::value::from_str(r).unwrap_or(Value::Null)),
             Message::Value(v) => Cow::Borrowed(v),
         }
     }
@@ -49,8 +51,8 @@ impl ContextMessages {
     }
 
     /// Appends a message kept as its JSON text (parsed when read).
-    pub fn push_raw(&mut self, message: Box<RawValue>) {
-        self.items.push(Message::Raw(message));
+    pub fn push_raw(&mut self, message: &RawValue) {
+        self.items.push(Message::Raw(Arc::from(message.get())));
     }
 
     /// The message at `i`, parsed.
@@ -76,7 +78,7 @@ impl ContextMessages {
         self.items
             .iter()
             .filter(|m| match m {
-                Message::Raw(r) => r.get().contains("system") || r.get().contains("\\u"),
+                Message::Raw(r) => r.contains("system") || r.contains("\\u"),
                 Message::Value(_) => true,
             })
             .map(Message::value)
@@ -100,7 +102,7 @@ impl ContextMessages {
         self.items
             .iter()
             .map(|m| match m {
-                Message::Raw(r) => r.get().len() + 1,
+                Message::Raw(r) => r.len() + 1,
                 Message::Value(_) => 512,
             })
             .sum::<usize>()
@@ -116,8 +118,8 @@ impl ContextMessages {
                 out.push(b',');
             }
             match m {
-                Message::Raw(r) if crate::js::json::canonical::is_canonical(r.get()) => {
-                    out.extend_from_slice(r.get().as_bytes())
+                Message::Raw(r) if crate::js::json::canonical::is_canonical(r) => {
+                    out.extend_from_slice(r.as_bytes())
                 }
                 other => crate::js::json::write_js(out, &other.value()),
             }
@@ -162,10 +164,10 @@ mod tests {
     fn system_messages_are_found_however_they_are_spelled() {
         let mut m = ContextMessages::new();
         let raw = |t: &str| RawValue::from_string(t.to_string()).unwrap();
-        m.push_raw(raw(r#"{"role":"user","content":"about the system"}"#));
-        m.push_raw(raw(r#"{"role":"system","content":"a"}"#));
-        m.push_raw(raw(r#"{"role": "\u0073ystem","content":"b"}"#));
-        m.push_raw(raw(r#"{"role":"assistant","content":[]}"#));
+        m.push_raw(&raw(r#"{"role":"user","content":"about the system"}"#));
+        m.push_raw(&raw(r#"{"role":"system","content":"a"}"#));
+        m.push_raw(&raw(r#"{"role": "\u0073ystem","content":"b"}"#));
+        m.push_raw(&raw(r#"{"role":"assistant","content":[]}"#));
         m.push(json!({"role": "system", "content": "c"}));
         m.push(json!({"role": "user", "content": "d"}));
         let contents: Vec<Value> = m
@@ -179,7 +181,7 @@ mod tests {
     #[test]
     fn raw_and_value_messages_read_alike() {
         let mut m = ContextMessages::new();
-        m.push_raw(RawValue::from_string(r#"{"role":"user","content":"hi"}"#.into()).unwrap());
+        m.push_raw(&RawValue::from_string(r#"{"role":"user","content":"hi"}"#.into()).unwrap());
         m.push(json!({"role": "assistant", "content": []}));
         assert_eq!(m.len(), 2);
         assert_eq!(m.get(0).unwrap()["content"], "hi");

@@ -23,6 +23,7 @@ pub mod migrate;
 pub mod projection;
 pub mod stats;
 pub mod tree;
+pub(crate) mod user_text;
 pub mod value;
 
 pub use entry::{Entry, EntryKind, Label, SessionHeader};
