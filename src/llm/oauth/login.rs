@@ -11,6 +11,9 @@
 //! implemented: Copilot's enabling of `unconfigured` models at login (needs pi's Copilot model
 //! list).
 //!
+//! The browser flows are in `login/browser.rs`, the device-code flows in `login/device.rs`;
+//! this file has the entry points and what both use.
+//!
 //! Texts follow pi's `pi auth login` terminal: `Open this URL to sign in:` / `Open <uri> and
 //! enter code: <code>`, prompts as `<message> (<placeholder>): `.
 
