@@ -747,3 +747,33 @@ fn instance_metadata_falls_back_to_v1_and_can_be_disabled() {
     let err = credentials::auth(None, &e, None, "us-west-2", &CancelToken::new()).unwrap_err();
     assert!(err.starts_with(credentials::NO_CREDENTIALS), "{err}");
 }
+
+#[test]
+fn an_abort_ends_a_credentials_request_at_once() {
+    // A container endpoint that accepts and never answers: without the abort the lookup would
+    // take two 1 s timeouts.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let full = format!("http://{}/creds", listener.local_addr().unwrap());
+    let holder = std::thread::spawn(move || {
+        let held: Vec<_> = (0..2).filter_map(|_| listener.accept().ok()).collect();
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        drop(held);
+    });
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        trigger.cancel();
+    });
+    let vars = [("AWS_CONTAINER_CREDENTIALS_FULL_URI", full.as_str())];
+    let e = env(&vars);
+    let start = std::time::Instant::now();
+    let err = credentials::auth(None, &e, None, "us-west-2", &cancel).unwrap_err();
+    assert!(
+        start.elapsed() < std::time::Duration::from_millis(900),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(err, "Request was aborted");
+    drop(holder);
+}
