@@ -725,3 +725,44 @@ fn without_any_source_the_error_is_the_sdks() {
     assert!(server.requests().is_empty());
     agent.close_stdin();
 }
+
+#[test]
+fn an_abort_ends_a_stalled_credentials_request() {
+    let stalled = Reply::http(
+        200,
+        &[("Content-Type", "application/json")],
+        &metadata_credentials(),
+        Framing::Length,
+    )
+    .stall_at(0);
+    let creds = RawServer::start(vec![stalled]);
+    let full_uri = format!("{}/creds", creds.base_url());
+    let server = RawServer::start(vec![]);
+    let (mut agent, _) = bedrock_agent(
+        &server,
+        &[
+            ("AWS_CONTAINER_CREDENTIALS_FULL_URI", full_uri.as_str()),
+            ("AWS_REGION", "eu-west-3"),
+        ],
+        no_retry(),
+    );
+    agent.send(json!({"id": "p", "type": "prompt", "message": "hi"}));
+    creds.wait_requests(1, LONG);
+    let sent = Instant::now();
+    agent.send(json!({"id": "a", "type": "abort"}));
+    let end = agent.wait_for_timeout(json!({"type": "agent_end"}), LONG);
+    // Without the abort the lookup would wait out two 1 s timeouts.
+    assert!(
+        sent.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        sent.elapsed()
+    );
+    let msg = end["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap();
+    assert_eq!(msg["stopReason"], "aborted", "{msg}");
+    assert!(server.requests().is_empty());
+    agent.close_stdin();
+}
