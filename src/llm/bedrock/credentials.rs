@@ -191,7 +191,11 @@ fn remote(env: Env<'_>, cancel: &CancelToken) -> Result<AwsCredentials, String> 
     if disabled {
         return Err(NO_CREDENTIALS.into());
     }
-    sources::from_instance_metadata(env, cancel).map_err(sources::RemoteError::into_text)
+    // Off EC2 this is the common end of the chain: pi's error is the SDK's text alone.
+    sources::from_instance_metadata(env, cancel).map_err(|e| match e {
+        sources::RemoteError::Failed(_) => NO_CREDENTIALS.into(),
+        other => other.into_text(),
+    })
 }
 
 /// A key of a profile: `~/.aws/credentials` `[name]` first, then `~/.aws/config`

@@ -129,19 +129,24 @@ fn non_empty(env: Env<'_>, name: &str) -> Option<String> {
     env(name).filter(|v| !v.is_empty())
 }
 
-/// Why a metadata request gave nothing: the stream was aborted, or a failure (its text).
+/// Why a metadata source gave nothing.
 pub(crate) enum RemoteError {
+    /// The stream was aborted.
     Aborted,
+    /// The source failed (the detail); the SDK goes on to the end of its chain.
     Failed(String),
+    /// A setting the SDK refuses outright, with its own error (it ends the chain).
+    Config(String),
 }
 
 impl RemoteError {
     /// The text of the stream's error: an abort stays an abort (the caller checks the token);
-    /// anything else is the SDK's end of the chain.
+    /// a failure is the SDK's end of the chain, with the detail.
     pub(crate) fn into_text(self) -> String {
         match self {
             RemoteError::Aborted => "Request was aborted".into(),
             RemoteError::Failed(detail) => format!("{NO_CREDENTIALS}: {detail}"),
+            RemoteError::Config(text) => text,
         }
     }
 }
@@ -267,8 +272,8 @@ pub(crate) fn from_container(
     let mut last = String::new();
     for _ in 0..2 {
         match metadata_request(Method::Get, &url, headers.clone(), cancel) {
-            Err(RemoteError::Aborted) => return Err(RemoteError::Aborted),
             Err(RemoteError::Failed(detail)) => last = detail,
+            Err(other) => return Err(other),
             Ok((status, body)) if (200..300).contains(&status) => {
                 return parse_metadata_credentials(&body).ok_or_else(|| {
                     RemoteError::Failed(format!(
@@ -291,7 +296,7 @@ fn imds_endpoint(env: Env<'_>) -> Result<String, RemoteError> {
     match non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE").as_deref() {
         None | Some("IPv4") => Ok(IMDS_IPV4.into()),
         Some("IPv6") => Ok(IMDS_IPV6.into()),
-        Some(other) => Err(RemoteError::Failed(format!(
+        Some(other) => Err(RemoteError::Config(format!(
             "Unsupported endpoint mode: {other}. Select from IPv4,IPv6"
         ))),
     }
