@@ -256,9 +256,28 @@ pub fn describe_read_error(e: &io::Error) -> String {
     }
 }
 
+/// The method of a [`send`] request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Method {
+    Post,
+    /// A GET (the body is not sent). Like `Put`, its connect timeout is `idle_timeout` too: the
+    /// credential endpoints that use them must fail fast where they do not exist.
+    Get,
+    Put,
+}
+
 /// Sends `req` as a POST and returns the response once its headers arrived. Returns
 /// [`HttpError::Aborted`] as soon as `cancel` fires before that.
 pub fn post(req: HttpRequest, cancel: &CancelToken) -> Result<HttpResponse, HttpError> {
+    send(Method::Post, req, cancel)
+}
+
+/// [`post`] with another method.
+pub(crate) fn send(
+    method: Method,
+    req: HttpRequest,
+    cancel: &CancelToken,
+) -> Result<HttpResponse, HttpError> {
     if cancel.is_cancelled() {
         return Err(HttpError::Aborted);
     }
@@ -273,7 +292,7 @@ pub fn post(req: HttpRequest, cancel: &CancelToken) -> Result<HttpResponse, Http
     let (tx, rx) = bounded(1);
     let worker_agent = agent.clone();
     let send = move || {
-        let result = send_request(&worker_agent, req);
+        let result = send_request(&worker_agent, method, req);
         let _ = tx.send(result);
     };
     // A helper thread for the connect/headers phase; inline if the thread cannot start.
@@ -330,18 +349,38 @@ pub fn post(req: HttpRequest, cancel: &CancelToken) -> Result<HttpResponse, Http
 
 fn send_request(
     agent: &Agent,
+    method: Method,
     req: HttpRequest,
 ) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
-    let mut builder = agent.post(&req.url);
-    for (name, value) in dedupe_headers(&req.headers) {
+    let headers = dedupe_headers(&req.headers);
+    if method == Method::Get {
+        let mut builder = agent.get(&req.url);
+        for (name, value) in &headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        return builder
+            .config()
+            .timeout_connect(Some(req.idle_timeout))
+            .timeout_per_read(Some(req.idle_timeout))
+            .timeout_recv_response(Some(req.idle_timeout))
+            .build()
+            .call();
+    }
+    let mut builder = match method {
+        Method::Put => agent.put(&req.url),
+        _ => agent.post(&req.url),
+    };
+    for (name, value) in &headers {
         builder = builder.header(name.as_str(), value.as_str());
     }
-    builder
+    let mut config = builder
         .config()
         .timeout_per_read(Some(req.idle_timeout))
-        .timeout_recv_response(Some(req.idle_timeout))
-        .build()
-        .send(&req.body[..])
+        .timeout_recv_response(Some(req.idle_timeout));
+    if method == Method::Put {
+        config = config.timeout_connect(Some(req.idle_timeout));
+    }
+    config.build().send(&req.body[..])
 }
 
 /// Later same-named headers (case-insensitive) replace earlier ones, keeping the first

@@ -1205,14 +1205,18 @@ def on_command(name, args, scope):
         json!({"disposition": "handled"})
     );
     // The events the calls caused reach the extensions (after the call: its reader thread
-    // cannot wait for handlers).
-    let mut seen = Vec::new();
+    // cannot wait for handlers). Their notifies may come before the command's response or
+    // after it.
+    let mut seen: Vec<Value> = notes(&recs)
+        .iter()
+        .filter_map(|n| n.get("event").cloned())
+        .collect();
     for _ in 0..3 {
-        let r = a.wait_for(json!({"type": "extension_ui_request", "method": "notify"}));
-        seen.push(note(&r)["event"].clone());
         if seen.contains(&json!("model_select")) && seen.contains(&json!("session_info_changed")) {
             break;
         }
+        let r = a.wait_for(json!({"type": "extension_ui_request", "method": "notify"}));
+        seen.push(note(&r)["event"].clone());
     }
     assert!(seen.contains(&json!("model_select")), "{seen:?}");
     assert!(seen.contains(&json!("session_info_changed")), "{seen:?}");

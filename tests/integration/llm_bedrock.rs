@@ -562,3 +562,207 @@ fn the_request_and_a_404_match_pi() {
     assert_eq!(keys(&body), keys(&want));
     agent.close_stdin();
 }
+
+/// The JSON of the container endpoint and of IMDS: role credentials whose secret is
+/// [`SECRET`], so the signature can be recomputed.
+fn metadata_credentials() -> Vec<u8> {
+    json!({
+        "Code": "Success",
+        "AccessKeyId": "ASIAREMOTEEXAMPLE",
+        "SecretAccessKey": SECRET,
+        "Token": "remote-session-token",
+        "Expiration": "2030-01-01T00:00:00Z",
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn ok_reply(body: &[u8]) -> Reply {
+    Reply::http(
+        200,
+        &[("Content-Type", "application/json")],
+        body,
+        Framing::Length,
+    )
+}
+
+/// The Bedrock request went out signed with the remote source's credentials.
+fn assert_signed_with_remote_credentials(server: &RawServer, agent: &mut Agent) {
+    let records = run_prompt(agent, "p", "hi");
+    let msg = last_assistant(&records);
+    assert_eq!(msg["stopReason"], "stop", "{msg}");
+    let logged = server.requests();
+    let req = &logged[0];
+    let h = headers(&req.head);
+    let body = req.body.clone().unwrap();
+    assert_eq!(
+        header(&h, "x-amz-security-token"),
+        Some("remote-session-token")
+    );
+    let auth = header(&h, "authorization").unwrap();
+    assert!(
+        auth.starts_with("AWS4-HMAC-SHA256 Credential=ASIAREMOTEEXAMPLE/"),
+        "{auth}"
+    );
+    assert!(auth.contains("x-amz-security-token"), "{auth}");
+    assert_eq!(
+        auth,
+        expected_authorization(&req.head, &body, "eu-west-3")
+            .replace("Credential=AKIDEXAMPLE/", "Credential=ASIAREMOTEEXAMPLE/")
+    );
+}
+
+#[test]
+fn container_credentials_sign_the_request() {
+    let creds = RawServer::start(vec![ok_reply(&metadata_credentials())]);
+    let full_uri = format!("{}/creds", creds.base_url());
+    let dir = crate::support::TempDir::new("aws");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "container-auth-token").unwrap();
+    let server = RawServer::start(vec![stream_reply(&text_frames(&["ok"]), vec![])]);
+    let (mut agent, _) = bedrock_agent(
+        &server,
+        &[
+            ("AWS_CONTAINER_CREDENTIALS_FULL_URI", full_uri.as_str()),
+            (
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+                token_file.to_str().unwrap(),
+            ),
+            ("AWS_REGION", "eu-west-3"),
+        ],
+        no_retry(),
+    );
+    assert_signed_with_remote_credentials(&server, &mut agent);
+    let asked = creds.requests();
+    assert!(
+        asked[0].head.starts_with("GET /creds HTTP/1.1\r\n"),
+        "{}",
+        asked[0].head
+    );
+    assert_eq!(
+        header(&headers(&asked[0].head), "authorization"),
+        Some("container-auth-token")
+    );
+    agent.close_stdin();
+}
+
+#[test]
+fn instance_metadata_credentials_sign_the_request() {
+    let imds = RawServer::start(vec![
+        ok_reply(b"imds-session-token"),
+        ok_reply(b"bedrock-role"),
+        ok_reply(&metadata_credentials()),
+    ]);
+    let dir = crate::support::TempDir::new("aws");
+    let missing = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let (credentials, config) = (missing("credentials"), missing("config"));
+    let endpoint = imds.base_url();
+    let server = RawServer::start(vec![stream_reply(&text_frames(&["ok"]), vec![])]);
+    // A profile without keys makes the provider available (as in pi); the chain then ends at
+    // the instance metadata service.
+    let (mut agent, _) = bedrock_agent(
+        &server,
+        &[
+            ("AWS_PROFILE", "ec2"),
+            ("AWS_SHARED_CREDENTIALS_FILE", credentials.as_str()),
+            ("AWS_CONFIG_FILE", config.as_str()),
+            ("AWS_EC2_METADATA_SERVICE_ENDPOINT", endpoint.as_str()),
+            ("AWS_REGION", "eu-west-3"),
+        ],
+        no_retry(),
+    );
+    assert_signed_with_remote_credentials(&server, &mut agent);
+    let asked = imds.requests();
+    assert!(asked[0]
+        .head
+        .starts_with("PUT /latest/api/token HTTP/1.1\r\n"));
+    assert_eq!(
+        header(
+            &headers(&asked[0].head),
+            "x-aws-ec2-metadata-token-ttl-seconds"
+        ),
+        Some("21600")
+    );
+    assert!(asked[1]
+        .head
+        .starts_with("GET /latest/meta-data/iam/security-credentials/ HTTP/1.1\r\n"));
+    assert!(asked[2]
+        .head
+        .starts_with("GET /latest/meta-data/iam/security-credentials/bedrock-role HTTP/1.1\r\n"));
+    for r in &asked[1..] {
+        assert_eq!(
+            header(&headers(&r.head), "x-aws-ec2-metadata-token"),
+            Some("imds-session-token")
+        );
+    }
+    agent.close_stdin();
+}
+
+#[test]
+fn without_any_source_the_error_is_the_sdks() {
+    let dir = crate::support::TempDir::new("aws");
+    let missing = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let (credentials, config) = (missing("credentials"), missing("config"));
+    let server = RawServer::start(vec![]);
+    let (mut agent, _) = bedrock_agent(
+        &server,
+        &[
+            ("AWS_PROFILE", "none"),
+            ("AWS_SHARED_CREDENTIALS_FILE", credentials.as_str()),
+            ("AWS_CONFIG_FILE", config.as_str()),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+            ("AWS_REGION", "eu-west-3"),
+        ],
+        no_retry(),
+    );
+    let records = run_prompt(&mut agent, "p", "hi");
+    let msg = last_assistant(&records);
+    assert_eq!(msg["stopReason"], "error", "{msg}");
+    assert_eq!(
+        msg["errorMessage"],
+        "Could not load credentials from any providers"
+    );
+    assert!(server.requests().is_empty());
+    agent.close_stdin();
+}
+
+#[test]
+fn an_abort_ends_a_stalled_credentials_request() {
+    let stalled = Reply::http(
+        200,
+        &[("Content-Type", "application/json")],
+        &metadata_credentials(),
+        Framing::Length,
+    )
+    .stall_at(0);
+    let creds = RawServer::start(vec![stalled]);
+    let full_uri = format!("{}/creds", creds.base_url());
+    let server = RawServer::start(vec![]);
+    let (mut agent, _) = bedrock_agent(
+        &server,
+        &[
+            ("AWS_CONTAINER_CREDENTIALS_FULL_URI", full_uri.as_str()),
+            ("AWS_REGION", "eu-west-3"),
+        ],
+        no_retry(),
+    );
+    agent.send(json!({"id": "p", "type": "prompt", "message": "hi"}));
+    creds.wait_requests(1, LONG);
+    let sent = Instant::now();
+    agent.send(json!({"id": "a", "type": "abort"}));
+    let end = agent.wait_for_timeout(json!({"type": "agent_end"}), LONG);
+    // Without the abort the lookup would wait out two 1 s timeouts.
+    assert!(
+        sent.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        sent.elapsed()
+    );
+    let msg = end["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap();
+    assert_eq!(msg["stopReason"], "aborted", "{msg}");
+    assert!(server.requests().is_empty());
+    agent.close_stdin();
+}

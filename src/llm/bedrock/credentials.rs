@@ -3,12 +3,17 @@
 //! profile's region > `us-east-1`), the endpoint, and bearer or SigV4 credentials from the
 //! environment or the shared `~/.aws` files, as pi configures the AWS SDK.
 //!
-//! `credential_process` and web identity run in `sources`. Not done (the SDK's other remote
-//! sources): ECS container credentials, `role_arn` profiles, SSO and EC2 instance metadata. A
-//! setup that needs one of them gets an error naming it.
+//! The SigV4 sources are tried in the order of the SDK's `defaultProvider`
+//! (`@aws-sdk/credential-provider-node`): the environment's access keys, the profile's static
+//! keys, its `credential_process`, web identity, then the remote sources: container
+//! credentials when `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` / `…_FULL_URI` is set, else the
+//! EC2 instance metadata service unless `AWS_EC2_METADATA_DISABLED` is set (and not `false`).
+//! Those that run something or make a request are in `sources`. Not done: `role_arn` profiles
+//! and SSO; a profile that needs one of them gets an error naming it.
 
 use super::sigv4::AwsCredentials;
 use super::sources;
+use crate::cancel::CancelToken;
 use crate::llm::model::Model;
 
 /// The environment lookup (the process environment in production; a map in tests).
@@ -102,12 +107,14 @@ pub fn target(model: &Model, env: Env<'_>, home: Option<&str>) -> Result<Target,
 }
 
 /// Bearer token or SigV4 credentials. `api_key` is the stored / models.json key (pi's
-/// `options.apiKey`); `region` is the request's (STS's endpoint for web identity).
+/// `options.apiKey`); `region` is the request's (STS's endpoint for web identity). `cancel`
+/// ends the requests of the remote sources.
 pub fn auth(
     api_key: Option<&str>,
     env: Env<'_>,
     home: Option<&str>,
     region: &str,
+    cancel: &CancelToken,
 ) -> Result<Auth, String> {
     let skip = env("AWS_BEDROCK_SKIP_AUTH").as_deref() == Some("1");
     let bearer = api_key
@@ -155,7 +162,8 @@ pub fn auth(
         let endpoint = non_empty(env, "AWS_ENDPOINT_URL_STS")
             .or_else(|| non_empty(env, "AWS_ENDPOINT_URL"))
             .unwrap_or_else(|| format!("https://sts.{region}.amazonaws.com"));
-        return sources::from_web_identity(&file, &role, &session, &endpoint).map(Auth::SigV4);
+        return sources::from_web_identity(&file, &role, &session, &endpoint, cancel)
+            .map(Auth::SigV4);
     }
     for key in ["role_arn", "sso_session", "sso_start_url"] {
         if get(key).is_some() {
@@ -164,17 +172,30 @@ pub fn auth(
             ));
         }
     }
-    for name in [
+    remote(env, cancel).map(Auth::SigV4)
+}
+
+/// The SDK's `remoteProvider`: container credentials when their URI is set, else instance
+/// metadata unless disabled.
+fn remote(env: Env<'_>, cancel: &CancelToken) -> Result<AwsCredentials, String> {
+    let container = [
         "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
         "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    ] {
-        if non_empty(env, name).is_some() {
-            return Err(format!(
-                "{NO_CREDENTIALS}: {name} is set, but pi-rpc does not fetch container credentials"
-            ));
-        }
+    ]
+    .iter()
+    .any(|name| non_empty(env, name).is_some());
+    if container {
+        return sources::from_container(env, cancel).map_err(sources::RemoteError::into_text);
     }
-    Err(NO_CREDENTIALS.into())
+    let disabled = non_empty(env, "AWS_EC2_METADATA_DISABLED").is_some_and(|v| v != "false");
+    if disabled {
+        return Err(NO_CREDENTIALS.into());
+    }
+    // Off EC2 this is the common end of the chain: pi's error is the SDK's text alone.
+    sources::from_instance_metadata(env, cancel).map_err(|e| match e {
+        sources::RemoteError::Failed(_) => NO_CREDENTIALS.into(),
+        other => other.into_text(),
+    })
 }
 
 /// A key of a profile: `~/.aws/credentials` `[name]` first, then `~/.aws/config`
@@ -306,11 +327,11 @@ mod tests {
             ("AWS_ACCESS_KEY_ID", "a"),
         ]);
         assert_eq!(
-            auth(None, &e, None, "us-east-1"),
+            auth(None, &e, None, "us-east-1", &CancelToken::new()),
             Ok(Auth::Bearer("tok".into()))
         );
         assert_eq!(
-            auth(Some("stored"), &e, None, "us-east-1"),
+            auth(Some("stored"), &e, None, "us-east-1", &CancelToken::new()),
             Ok(Auth::Bearer("stored".into()))
         );
         let e = env(&[
@@ -318,7 +339,7 @@ mod tests {
             ("AWS_BEDROCK_SKIP_AUTH", "1"),
         ]);
         assert!(
-            matches!(auth(None, &e, None, "us-east-1"), Ok(Auth::SigV4(c)) if c.access_key_id == "dummy-access-key")
+            matches!(auth(None, &e, None, "us-east-1", &CancelToken::new()), Ok(Auth::SigV4(c)) if c.access_key_id == "dummy-access-key")
         );
         let e = env(&[
             ("AWS_ACCESS_KEY_ID", "AKID"),
@@ -327,7 +348,7 @@ mod tests {
             ("AWS_PROFILE", "other"),
         ]);
         assert_eq!(
-            auth(None, &e, None, "us-east-1"),
+            auth(None, &e, None, "us-east-1", &CancelToken::new()),
             Ok(Auth::SigV4(AwsCredentials {
                 access_key_id: "AKID".into(),
                 secret_access_key: "SECRET".into(),
@@ -335,7 +356,13 @@ mod tests {
             }))
         );
         assert_eq!(
-            auth(None, &env(&[]), None, "us-east-1"),
+            auth(
+                None,
+                &env(&[("AWS_EC2_METADATA_DISABLED", "true")]),
+                None,
+                "us-east-1",
+                &CancelToken::new()
+            ),
             Err(NO_CREDENTIALS.into())
         );
     }
@@ -357,7 +384,7 @@ mod tests {
         let home = dir.to_string_lossy().into_owned();
         let e = env(&[("AWS_PROFILE", "work")]);
         assert_eq!(
-            auth(None, &e, Some(&home), "us-east-1"),
+            auth(None, &e, Some(&home), "us-east-1", &CancelToken::new()),
             Ok(Auth::SigV4(AwsCredentials {
                 access_key_id: "W".into(),
                 secret_access_key: "WS".into(),
@@ -370,10 +397,16 @@ mod tests {
             t.endpoint,
             "https://bedrock-runtime.eu-central-1.amazonaws.com"
         );
-        let d = auth(None, &env(&[]), Some(&home), "us-east-1");
+        let d = auth(
+            None,
+            &env(&[]),
+            Some(&home),
+            "us-east-1",
+            &CancelToken::new(),
+        );
         assert!(matches!(d, Ok(Auth::SigV4(c)) if c.access_key_id == "D"));
         let e = env(&[("AWS_PROFILE", "sso")]);
-        let err = auth(None, &e, Some(&home), "us-east-1").unwrap_err();
+        let err = auth(None, &e, Some(&home), "us-east-1", &CancelToken::new()).unwrap_err();
         assert!(
             err.starts_with(NO_CREDENTIALS) && err.contains("sso_session"),
             "{err}"

@@ -126,7 +126,7 @@ pub fn build_request(
     home: Option<&str>,
     now: u64,
 ) -> Result<HttpRequest, String> {
-    build_request_with(model, ctx, opts, env, home, now, false).map(|(r, _)| r)
+    build_request_with(model, ctx, opts, env, home, now, false, &CancelToken::new()).map(|(r, _)| r)
 }
 
 /// Bedrock's texts of a refused strict-tool set (pi's `STRICT_TOOL_LIMIT_ERROR_MESSAGES`).
@@ -168,9 +168,10 @@ pub fn build_request_with(
     home: Option<&str>,
     now: u64,
     disable_preferred_strict: bool,
+    cancel: &CancelToken,
 ) -> Result<(HttpRequest, bool), String> {
     let target = credentials::target(model, env, home)?;
-    let auth = credentials::auth(opts.api_key.as_deref(), env, home, &target.region)?;
+    let auth = credentials::auth(opts.api_key.as_deref(), env, home, &target.region, cancel)?;
     let (body, has_preferred_strict) =
         build_body_with(model, ctx, opts, env, disable_preferred_strict)?;
     let body = crate::js::json::to_js_vec(&body).map_err(|e| e.to_string())?;
@@ -271,8 +272,15 @@ fn exchange(
     let mut disable_strict = over_strict_limits(session);
     let response = loop {
         let (request, has_preferred_strict) =
-            build_request_with(model, ctx, opts, env, home, now, disable_strict)
-                .map_err(Failure::Error)?;
+            build_request_with(model, ctx, opts, env, home, now, disable_strict, cancel).map_err(
+                |e| {
+                    if cancel.is_cancelled() {
+                        Failure::Aborted
+                    } else {
+                        Failure::Error(e)
+                    }
+                },
+            )?;
         out.mark_sent();
         let mut response = http::post(request, cancel).map_err(|e| match e {
             HttpError::Aborted => Failure::Aborted,

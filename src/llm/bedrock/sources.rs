@@ -1,15 +1,22 @@
 //! The AWS SDK credential sources that run something: a profile's `credential_process` (a
 //! command printing `{"Version":1,"AccessKeyId",…}`) and web identity
 //! (`AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`, exchanged at STS with
-//! `AssumeRoleWithWebIdentity`, as on EKS).
+//! `AssumeRoleWithWebIdentity`, as on EKS), and the remote sources that end the SDK's chain:
+//! container credentials (ECS task roles, EKS pod identity) and the EC2 instance metadata
+//! service (IMDSv2, with the SDK's fallback to v1 when the token request is refused).
+//!
+//! Every request honours the stream's cancel token. The remote endpoints get the SDK's short
+//! timeouts (1 s, and one retry for the container endpoint) so a machine without them fails
+//! fast.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
+use super::credentials::{Env, NO_CREDENTIALS};
 use super::sigv4::{uri_escape, AwsCredentials};
 use crate::cancel::CancelToken;
-use crate::llm::http::{self, HttpRequest};
+use crate::llm::http::{self, HttpError, HttpRequest, Method};
 
 /// Runs a profile's `credential_process` through the shell and reads its JSON.
 pub fn from_process(profile: &str, command: &str) -> Result<AwsCredentials, String> {
@@ -60,6 +67,7 @@ pub fn from_web_identity(
     role_arn: &str,
     session_name: &str,
     endpoint: &str,
+    cancel: &CancelToken,
 ) -> Result<AwsCredentials, String> {
     let token = std::fs::read_to_string(token_file)
         .map_err(|e| format!("Could not read the web identity token file {token_file}: {e}"))?;
@@ -83,7 +91,7 @@ pub fn from_web_identity(
         body: form.into_bytes(),
         idle_timeout: Duration::from_secs(60),
     };
-    let mut response = http::post(request, &CancelToken::new()).map_err(|e| e.to_string())?;
+    let mut response = http::post(request, cancel).map_err(|e| e.to_string())?;
     let status = response.status();
     let xml = response
         .read_text(64 * 1024)
@@ -105,6 +113,241 @@ pub fn from_web_identity(
         }),
         _ => Err("AssumeRoleWithWebIdentity returned no credentials".into()),
     }
+}
+
+/// The timeout of each request to a metadata endpoint (the SDK's 1 s).
+const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
+/// The container endpoint of `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`.
+const ECS_HOST: &str = "http://169.254.170.2";
+/// The instance metadata endpoints of `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE`.
+const IMDS_IPV4: &str = "http://169.254.169.254";
+const IMDS_IPV6: &str = "http://[fd00:ec2::254]";
+const IMDS_TOKEN_PATH: &str = "/latest/api/token";
+const IMDS_CREDENTIALS_PATH: &str = "/latest/meta-data/iam/security-credentials/";
+
+fn non_empty(env: Env<'_>, name: &str) -> Option<String> {
+    env(name).filter(|v| !v.is_empty())
+}
+
+/// Why a metadata source gave nothing.
+pub(crate) enum RemoteError {
+    /// The stream was aborted.
+    Aborted,
+    /// The source failed (the detail); the SDK goes on to the end of its chain.
+    Failed(String),
+    /// A setting the SDK refuses outright, with its own error (it ends the chain).
+    Config(String),
+}
+
+impl RemoteError {
+    /// The text of the stream's error: an abort stays an abort (the caller checks the token);
+    /// a failure is the SDK's end of the chain, with the detail.
+    pub(crate) fn into_text(self) -> String {
+        match self {
+            RemoteError::Aborted => "Request was aborted".into(),
+            RemoteError::Failed(detail) => format!("{NO_CREDENTIALS}: {detail}"),
+            RemoteError::Config(text) => text,
+        }
+    }
+}
+
+/// One request to a metadata endpoint: its status and body (at most 64 KiB).
+fn metadata_request(
+    method: Method,
+    url: &str,
+    headers: Vec<(String, String)>,
+    cancel: &CancelToken,
+) -> Result<(u16, String), RemoteError> {
+    let request = HttpRequest {
+        url: url.to_string(),
+        headers,
+        body: Vec::new(),
+        idle_timeout: METADATA_TIMEOUT,
+    };
+    let mut response = http::send(method, request, cancel).map_err(|e| match e {
+        HttpError::Aborted => RemoteError::Aborted,
+        other => RemoteError::Failed(format!("{url}: {other}")),
+    })?;
+    let status = response.status();
+    let text = response.read_text(64 * 1024).map_err(|e| {
+        if cancel.is_cancelled() {
+            RemoteError::Aborted
+        } else {
+            RemoteError::Failed(format!("{url}: {}", http::describe_read_error(&e)))
+        }
+    })?;
+    Ok((status, text.text))
+}
+
+/// Credentials in the JSON of the container endpoint and of IMDS:
+/// `{"AccessKeyId","SecretAccessKey","Token","Expiration"}` (all strings, as the SDK demands).
+pub(crate) fn parse_metadata_credentials(text: &str) -> Option<AwsCredentials> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    s("Expiration")?;
+    Some(AwsCredentials {
+        access_key_id: s("AccessKeyId")?,
+        secret_access_key: s("SecretAccessKey")?,
+        session_token: Some(s("Token")?),
+    })
+}
+
+/// Whether the SDK accepts a full container credentials URI: https, a loopback host
+/// (`localhost`, 127.0.0.0/8, `[::1]`) or the ECS / EKS container hosts.
+pub(crate) fn container_url_allowed(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("https://") {
+        return lower.len() > "https://".len();
+    }
+    let Some(rest) = lower.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if authority.starts_with('[') {
+        authority
+            .find(']')
+            .map_or(authority, |end| &authority[..=end])
+    } else {
+        authority.split(':').next().unwrap_or("")
+    };
+    match host {
+        "169.254.170.2"
+        | "169.254.170.23"
+        | "[fd00:ec2::23]"
+        | "localhost"
+        | "[::1]"
+        | "[0000:0000:0000:0000:0000:0000:0000:0001]" => true,
+        _ => {
+            let parts: Vec<&str> = host.split('.').collect();
+            parts.len() == 4
+                && parts[0] == "127"
+                && parts[1..]
+                    .iter()
+                    .all(|p| !p.is_empty() && p.parse::<u8>().is_ok())
+        }
+    }
+}
+
+/// Container credentials: GET `http://169.254.170.2<AWS_CONTAINER_CREDENTIALS_RELATIVE_URI>`
+/// (preferred) or `AWS_CONTAINER_CREDENTIALS_FULL_URI`, with the `Authorization` of
+/// `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE` (preferred) or `AWS_CONTAINER_AUTHORIZATION_TOKEN`.
+pub(crate) fn from_container(
+    env: Env<'_>,
+    cancel: &CancelToken,
+) -> Result<AwsCredentials, RemoteError> {
+    let url = if let Some(relative) = non_empty(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
+        format!("{ECS_HOST}{relative}")
+    } else if let Some(full) = non_empty(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI") {
+        if !container_url_allowed(&full) {
+            return Err(RemoteError::Failed(format!(
+                "the container credentials URL {full} is not accepted; it must be https, a loopback address, or the ECS (169.254.170.2) or EKS (169.254.170.23, [fd00:ec2::23]) container host"
+            )));
+        }
+        full
+    } else {
+        return Err(RemoteError::Failed(
+            "no container credentials URI is set".into(),
+        ));
+    };
+    let token = if let Some(file) = non_empty(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") {
+        let text = std::fs::read_to_string(&file).map_err(|e| {
+            RemoteError::Failed(format!(
+                "could not read the container authorization token file {file}: {e}"
+            ))
+        })?;
+        Some(text)
+    } else {
+        non_empty(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN")
+    };
+    let mut headers = Vec::new();
+    if let Some(token) = token {
+        if token.contains("\r\n") {
+            return Err(RemoteError::Failed(
+                "the container authorization token contains an invalid \\r\\n sequence".into(),
+            ));
+        }
+        headers.push(("authorization".to_string(), token.trim_end().to_string()));
+    }
+    let mut last = String::new();
+    for _ in 0..2 {
+        match metadata_request(Method::Get, &url, headers.clone(), cancel) {
+            Err(RemoteError::Failed(detail)) => last = detail,
+            Err(other) => return Err(other),
+            Ok((status, body)) if (200..300).contains(&status) => {
+                return parse_metadata_credentials(&body).ok_or_else(|| {
+                    RemoteError::Failed(format!(
+                        "the container endpoint {url} returned no credentials"
+                    ))
+                });
+            }
+            Ok((status, _)) => last = format!("the container endpoint {url} answered {status}"),
+        }
+    }
+    Err(RemoteError::Failed(last))
+}
+
+/// The instance metadata endpoint: `AWS_EC2_METADATA_SERVICE_ENDPOINT`, else the address of
+/// `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE` (`IPv4`, the default, or `IPv6`).
+fn imds_endpoint(env: Env<'_>) -> Result<String, RemoteError> {
+    if let Some(endpoint) = non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT") {
+        return Ok(endpoint.trim_end_matches('/').to_string());
+    }
+    match non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE").as_deref() {
+        None | Some("IPv4") => Ok(IMDS_IPV4.into()),
+        Some("IPv6") => Ok(IMDS_IPV6.into()),
+        Some(other) => Err(RemoteError::Config(format!(
+            "Unsupported endpoint mode: {other}. Select from IPv4,IPv6"
+        ))),
+    }
+}
+
+/// EC2 instance metadata: a session token (PUT), the role name, then the role's credentials.
+/// A refused or timed-out token request falls back to IMDSv1 (no token), as the SDK does.
+pub(crate) fn from_instance_metadata(
+    env: Env<'_>,
+    cancel: &CancelToken,
+) -> Result<AwsCredentials, RemoteError> {
+    let endpoint = imds_endpoint(env)?;
+    let token_url = format!("{endpoint}{IMDS_TOKEN_PATH}");
+    let ttl = vec![(
+        "x-aws-ec2-metadata-token-ttl-seconds".to_string(),
+        "21600".to_string(),
+    )];
+    let headers = match metadata_request(Method::Put, &token_url, ttl, cancel)? {
+        (status, token) if (200..300).contains(&status) => {
+            vec![(
+                "x-aws-ec2-metadata-token".to_string(),
+                token.trim().to_string(),
+            )]
+        }
+        (400, _) => {
+            return Err(RemoteError::Failed(
+                "EC2 Metadata token request returned error".into(),
+            ))
+        }
+        _ => Vec::new(),
+    };
+    let get = |url: &str| -> Result<String, RemoteError> {
+        match metadata_request(Method::Get, url, headers.clone(), cancel)? {
+            (status, body) if (200..300).contains(&status) => Ok(body),
+            (status, _) => Err(RemoteError::Failed(format!(
+                "Error response received from instance metadata service: {url} answered {status}"
+            ))),
+        }
+    };
+    let list_url = format!("{endpoint}{IMDS_CREDENTIALS_PATH}");
+    let roles = get(&list_url)?;
+    let role = roles.lines().map(str::trim).find(|l| !l.is_empty());
+    let Some(role) = role else {
+        return Err(RemoteError::Failed(
+            "the instance metadata service lists no IAM role".into(),
+        ));
+    };
+    let body = get(&format!("{list_url}{role}"))?;
+    parse_metadata_credentials(&body).ok_or_else(|| {
+        RemoteError::Failed("Invalid response received from instance metadata service.".into())
+    })
 }
 
 #[cfg(test)]
@@ -131,6 +374,106 @@ mod tests {
             "Profile p credential_process returned invalid JSON."
         );
         assert!(from_process("p", "exit 3").is_err());
+    }
+
+    #[test]
+    fn metadata_credentials_are_read() {
+        let c = parse_metadata_credentials(
+            r#"{"Code":"Success","AccessKeyId":"ASIA1","SecretAccessKey":"s","Token":"t","Expiration":"2030-01-01T00:00:00Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(c.access_key_id, "ASIA1");
+        assert_eq!(c.secret_access_key, "s");
+        assert_eq!(c.session_token.as_deref(), Some("t"));
+        // The SDK demands all four strings.
+        assert!(parse_metadata_credentials(
+            r#"{"AccessKeyId":"A","SecretAccessKey":"s","Expiration":"x"}"#
+        )
+        .is_none());
+        assert!(parse_metadata_credentials(
+            r#"{"AccessKeyId":"A","SecretAccessKey":"s","Token":"t"}"#
+        )
+        .is_none());
+        assert!(parse_metadata_credentials("not json").is_none());
+    }
+
+    #[test]
+    fn container_urls_the_sdk_accepts() {
+        for ok in [
+            "https://example.com/creds",
+            "http://127.0.0.1:8080/creds",
+            "http://127.1.2.3/x",
+            "http://localhost:9/x",
+            "http://[::1]:80/x",
+            "http://169.254.170.2/v2/credentials",
+            "http://169.254.170.23/v1/credentials",
+            "http://[fd00:ec2::23]/v1/credentials",
+        ] {
+            assert!(container_url_allowed(ok), "{ok}");
+        }
+        for bad in [
+            "http://example.com/creds",
+            "http://169.254.169.254/x",
+            "http://127.0.0.256/x",
+            "http://127.0.0/x",
+            "http://10.0.0.1/x",
+            "ftp://127.0.0.1/x",
+            "127.0.0.1/x",
+        ] {
+            assert!(!container_url_allowed(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn imds_endpoint_and_mode() {
+        let e = |vars: &'static [(&'static str, &'static str)]| {
+            move |n: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let ok = |r: Result<String, RemoteError>| match r {
+            Ok(s) => s,
+            Err(e) => e.into_text(),
+        };
+        assert_eq!(ok(imds_endpoint(&e(&[]))), IMDS_IPV4);
+        assert_eq!(
+            ok(imds_endpoint(&e(&[(
+                "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
+                "IPv6"
+            )]))),
+            IMDS_IPV6
+        );
+        assert_eq!(
+            ok(imds_endpoint(&e(&[(
+                "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+                "http://127.0.0.1:9/"
+            )]))),
+            "http://127.0.0.1:9"
+        );
+        assert!(ok(imds_endpoint(&e(&[(
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
+            "x"
+        )])))
+        .contains("Unsupported endpoint mode: x"));
+    }
+
+    #[test]
+    fn an_aborted_lookup_sends_nothing() {
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let e = |n: &str| {
+            (n == "AWS_CONTAINER_CREDENTIALS_FULL_URI").then(|| "http://127.0.0.1:9/c".to_string())
+        };
+        assert!(matches!(
+            from_container(&e, &cancel),
+            Err(RemoteError::Aborted)
+        ));
+        assert!(matches!(
+            from_instance_metadata(&e, &cancel),
+            Err(RemoteError::Aborted)
+        ));
     }
 
     #[test]

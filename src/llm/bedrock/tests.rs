@@ -156,7 +156,7 @@ fn bearer_tokens_are_sent_without_signing() {
         &model(MODEL_ID),
         &ctx(),
         &StreamOptions::default(),
-        &env(&[]),
+        &env(&[("AWS_EC2_METADATA_DISABLED", "true")]),
         None,
         NOW,
     )
@@ -616,7 +616,14 @@ fn web_identity_tokens_are_exchanged_at_sts() {
         ("AWS_ENDPOINT_URL_STS", url.as_str()),
     ];
     let e = env(&vars);
-    let auth = credentials::auth(None, &e, None, "us-west-2").unwrap();
+    let auth = credentials::auth(
+        None,
+        &e,
+        None,
+        "us-west-2",
+        &crate::cancel::CancelToken::new(),
+    )
+    .unwrap();
     assert_eq!(
         auth,
         credentials::Auth::SigV4(sigv4::AwsCredentials {
@@ -631,4 +638,144 @@ fn web_identity_tokens_are_exchanged_at_sts() {
         "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=arn%3Aaws%3Aiam%3A%3A1%3Arole%2Fr&RoleSessionName=s1&WebIdentityToken=eyJ.token"
     ), "{}", seen[0]);
     let _ = std::fs::remove_file(&file);
+}
+
+const METADATA_CREDS: &[u8] = br#"{"Code":"Success","AccessKeyId":"ASIAREMOTE","SecretAccessKey":"rsec","Token":"rtok","Expiration":"2030-01-01T00:00:00Z"}"#;
+
+#[test]
+fn container_credentials_are_fetched_with_the_authorization_token() {
+    let (url, server) = serve(vec![http_reply(
+        "200 OK",
+        &[("content-type", "application/json")],
+        METADATA_CREDS,
+    )]);
+    let full = format!("{url}/creds");
+    let vars = [
+        ("AWS_CONTAINER_CREDENTIALS_FULL_URI", full.as_str()),
+        ("AWS_CONTAINER_AUTHORIZATION_TOKEN", "Basic abc"),
+    ];
+    let e = env(&vars);
+    let auth = credentials::auth(None, &e, None, "us-west-2", &CancelToken::new()).unwrap();
+    assert_eq!(
+        auth,
+        credentials::Auth::SigV4(sigv4::AwsCredentials {
+            access_key_id: "ASIAREMOTE".into(),
+            secret_access_key: "rsec".into(),
+            session_token: Some("rtok".into()),
+        })
+    );
+    let seen = server.join().unwrap();
+    assert!(
+        seen[0].starts_with("GET /creds HTTP/1.1\r\n"),
+        "{}",
+        seen[0]
+    );
+    assert!(
+        seen[0]
+            .to_ascii_lowercase()
+            .contains("\r\nauthorization: basic abc\r\n"),
+        "{}",
+        seen[0]
+    );
+    // A host the SDK does not accept is refused before any request.
+    let e = env(&[(
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "http://10.1.2.3/creds",
+    )]);
+    let err = credentials::auth(None, &e, None, "us-west-2", &CancelToken::new()).unwrap_err();
+    assert!(
+        err.starts_with(credentials::NO_CREDENTIALS) && err.contains("not accepted"),
+        "{err}"
+    );
+}
+
+#[test]
+fn instance_metadata_is_read_with_a_session_token() {
+    let (url, server) = serve(vec![
+        http_reply("200 OK", &[], b"imds-token"),
+        http_reply("200 OK", &[], b"my-role\n"),
+        http_reply("200 OK", &[], METADATA_CREDS),
+    ]);
+    let vars = [("AWS_EC2_METADATA_SERVICE_ENDPOINT", url.as_str())];
+    let e = env(&vars);
+    let auth = credentials::auth(None, &e, None, "us-west-2", &CancelToken::new()).unwrap();
+    assert!(
+        matches!(&auth, credentials::Auth::SigV4(c) if c.access_key_id == "ASIAREMOTE"),
+        "{auth:?}"
+    );
+    let seen = server.join().unwrap();
+    let lower: Vec<String> = seen.iter().map(|s| s.to_ascii_lowercase()).collect();
+    assert!(
+        seen[0].starts_with("PUT /latest/api/token HTTP/1.1\r\n"),
+        "{}",
+        seen[0]
+    );
+    assert!(lower[0].contains("x-aws-ec2-metadata-token-ttl-seconds: 21600"));
+    assert!(seen[1].starts_with("GET /latest/meta-data/iam/security-credentials/ HTTP/1.1"));
+    assert!(seen[2].starts_with("GET /latest/meta-data/iam/security-credentials/my-role HTTP/1.1"));
+    assert!(lower[1].contains("x-aws-ec2-metadata-token: imds-token"));
+    assert!(lower[2].contains("x-aws-ec2-metadata-token: imds-token"));
+}
+
+#[test]
+fn instance_metadata_falls_back_to_v1_and_can_be_disabled() {
+    let (url, server) = serve(vec![
+        http_reply("403 Forbidden", &[], b""),
+        http_reply("200 OK", &[], b"r"),
+        http_reply("200 OK", &[], METADATA_CREDS),
+    ]);
+    let vars = [("AWS_EC2_METADATA_SERVICE_ENDPOINT", url.as_str())];
+    let e = env(&vars);
+    assert!(credentials::auth(None, &e, None, "us-west-2", &CancelToken::new()).is_ok());
+    let seen = server.join().unwrap();
+    assert!(!seen[1]
+        .to_ascii_lowercase()
+        .contains("x-aws-ec2-metadata-token:"));
+    // Disabled: no request, the SDK's last error.
+    let vars = [
+        ("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ];
+    let e = env(&vars);
+    assert_eq!(
+        credentials::auth(None, &e, None, "us-west-2", &CancelToken::new()),
+        Err(credentials::NO_CREDENTIALS.into())
+    );
+    // Nothing listens: the error ends the chain with the SDK's text.
+    let vars = [("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9")];
+    let e = env(&vars);
+    assert_eq!(
+        credentials::auth(None, &e, None, "us-west-2", &CancelToken::new()),
+        Err(credentials::NO_CREDENTIALS.into())
+    );
+}
+
+#[test]
+fn an_abort_ends_a_credentials_request_at_once() {
+    // A container endpoint that accepts and never answers: without the abort the lookup would
+    // take two 1 s timeouts.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let full = format!("http://{}/creds", listener.local_addr().unwrap());
+    let holder = std::thread::spawn(move || {
+        let held: Vec<_> = (0..2).filter_map(|_| listener.accept().ok()).collect();
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        drop(held);
+    });
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        trigger.cancel();
+    });
+    let vars = [("AWS_CONTAINER_CREDENTIALS_FULL_URI", full.as_str())];
+    let e = env(&vars);
+    let start = std::time::Instant::now();
+    let err = credentials::auth(None, &e, None, "us-west-2", &cancel).unwrap_err();
+    assert!(
+        start.elapsed() < std::time::Duration::from_millis(900),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(err, "Request was aborted");
+    drop(holder);
 }
