@@ -1211,7 +1211,8 @@ def on_command(name, args, scope):
         .iter()
         .filter_map(|n| n.get("event").cloned())
         .collect();
-    for _ in 0..3 {
+    a.seek_past_response("c1");
+    for _ in 0..10 {
         if seen.contains(&json!("model_select")) && seen.contains(&json!("session_info_changed")) {
             break;
         }
