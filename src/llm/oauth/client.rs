@@ -65,6 +65,15 @@ impl Response {
         (200..300).contains(&self.status)
     }
 
+    /// `<what> failed with status <n>`, then `: <body>` when the body is not empty.
+    pub fn failure(&self, what: &str) -> String {
+        if self.body.is_empty() {
+            format!("{what} failed with status {}", self.status)
+        } else {
+            format!("{what} failed with status {}: {}", self.status, self.body)
+        }
+    }
+
     /// The body as a JSON object, when it is one.
     pub fn json_object(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
         match serde_json::from_str(&self.body) {

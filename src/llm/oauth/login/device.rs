@@ -31,15 +31,7 @@ pub(super) fn openai_codex_device(io: &Interaction) -> Result<Map<String, Value>
         return Err("OpenAI Codex device code login is not enabled for this server. Use browser login or verify the server URL.".into());
     }
     if !resp.ok() {
-        return Err(format!(
-            "OpenAI Codex device code request failed with status {}{}",
-            resp.status,
-            if resp.body.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", resp.body)
-            }
-        ));
+        return Err(resp.failure("OpenAI Codex device code request"));
     }
     let json = resp.json_object().unwrap_or_default();
     let interval = match json.get("interval") {
@@ -100,15 +92,7 @@ pub(super) fn openai_codex_device(io: &Interaction) -> Result<Map<String, Value>
         Ok(match code.as_deref() {
             Some("deviceauth_authorization_pending") => Poll::Pending,
             Some("slow_down") => Poll::SlowDown(None),
-            _ => Poll::Failed(format!(
-                "OpenAI Codex device auth failed with status {}{}",
-                resp.status,
-                if resp.body.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", resp.body)
-                }
-            )),
+            _ => Poll::Failed(resp.failure("OpenAI Codex device auth")),
         })
     })?;
     codex_exchange(io, &code, &verifier, &format!("{BASE}/deviceauth/callback"))
@@ -273,15 +257,7 @@ pub(super) fn kimi(io: &Interaction) -> Result<Map<String, Value>, String> {
     )
     .map_err(|e| e.message().to_string())?;
     if !resp.ok() {
-        return Err(format!(
-            "Kimi Code device authorization failed with status {}{}",
-            resp.status,
-            if resp.body.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", resp.body)
-            }
-        ));
+        return Err(resp.failure("Kimi Code device authorization"));
     }
     let json = resp.json_object().unwrap_or_default();
     let uri = trusted_http_url(str_of(&json, "verification_uri"));
@@ -318,15 +294,7 @@ pub(super) fn kimi(io: &Interaction) -> Result<Map<String, Value>, String> {
                 Err(e) => return Err(e.message().to_string()),
             };
             if resp.status >= 500 {
-                return Ok(Poll::Failed(format!(
-                    "Kimi Code device token request failed with status {}{}",
-                    resp.status,
-                    if resp.body.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", resp.body)
-                    }
-                )));
+                return Ok(Poll::Failed(resp.failure("Kimi Code device token request")));
             }
             let json = resp.json_object();
             let j = json.clone().unwrap_or_default();
