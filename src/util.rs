@@ -4,6 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// Bytes our own writers produced (UTF-8 by construction) as a `String`, without a copy; any
+/// invalid sequence (never expected) becomes U+FFFD instead of failing.
+pub fn utf8_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// Milliseconds since the Unix epoch (the timestamp unit of messages).
 pub fn now_ms() -> u64 {
     SystemTime::now()

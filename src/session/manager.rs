@@ -499,34 +499,33 @@ impl SessionManager {
     /// The active branch from the leaf up to the root, leaf first, without collecting it
     /// (reading the last few entries of a long branch costs only those).
     pub fn walk_back(&self) -> impl Iterator<Item = &Entry> + '_ {
-        let mut cur = self.leaf.as_deref();
-        let mut steps = 0usize;
-        std::iter::from_fn(move || {
-            let id = cur?;
-            let e = self.entry(id)?;
-            steps += 1;
-            if steps > self.entries.len() {
-                return None; // a cycle in a hand-edited file
-            }
-            cur = e.parent_id().filter(|p| *p != id);
-            Some(e)
-        })
+        self.walk_back_from(self.leaf.as_deref())
     }
 
     /// The path from `id` up to its root, root first (empty for `None` or an unknown id).
     pub fn branch_from(&self, id: Option<&str>) -> Vec<&Entry> {
-        let mut out = Vec::new();
-        let mut cur = id;
-        while let Some(id) = cur {
-            let Some(e) = self.entry(id) else { break };
-            out.push(e);
-            if out.len() > self.entries.len() {
-                break; // a cycle in a hand-edited file
-            }
-            cur = e.parent_id().filter(|p| *p != id);
-        }
+        let mut out: Vec<&Entry> = self.walk_back_from(id).collect();
         out.reverse();
         out
+    }
+
+    /// The entries from `id` up to its root, `id` first. A parent cycle (a hand-edited file)
+    /// ends the walk after one more step than there are entries.
+    fn walk_back_from<'a>(&'a self, id: Option<&str>) -> impl Iterator<Item = &'a Entry> + 'a {
+        let mut next = id.and_then(|id| self.entry(id));
+        let mut steps = 0usize;
+        std::iter::from_fn(move || {
+            if steps > self.entries.len() {
+                return None;
+            }
+            let e = next?;
+            steps += 1;
+            next = e
+                .parent_id()
+                .filter(|p| *p != e.id())
+                .and_then(|p| self.entry(p));
+            Some(e)
+        })
     }
 
     /// Counts and usage totals over all entries (`get_session_stats`); computed once, then
@@ -572,8 +571,7 @@ impl SessionManager {
         let list = self.entries_since(since)?;
         let mut out = Vec::with_capacity(Self::entries_json_len(list));
         self.write_entries_json(list, &mut out);
-        // Both writers append UTF-8 only.
-        Ok(String::from_utf8_lossy(&out).into_owned())
+        Ok(crate::util::utf8_text(out))
     }
 
     /// About how many bytes [`Self::write_entries_json`] writes for `list`.

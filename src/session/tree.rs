@@ -73,8 +73,7 @@ pub fn build_tree<'a>(entries: &'a [Entry], labels: &'a [Label]) -> Tree<'a> {
 pub fn tree_json_text(entries: &[Entry], labels: &[Label], leaf: Option<&str>) -> String {
     let mut out = Vec::with_capacity(tree_json_len(entries));
     write_tree_json(entries, labels, leaf, &mut out);
-    // The writer appends UTF-8 only.
-    String::from_utf8_lossy(&out).into_owned()
+    crate::util::utf8_text(out)
 }
 
 /// About how many bytes [`write_tree_json`] writes.
