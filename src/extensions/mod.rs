@@ -4,7 +4,8 @@
 //! `discovery` finds the units in pi's load order; `manifest` reads `*.ext.json`; `process`
 //! runs one child and its threads; `ui` holds the dialogs waiting for the client;
 //! `registrations` what each unit registered; `host` is the runtime the rest of pi-rpc talks to
-//! (units, start-up, waiting, replacement, shutdown), with its methods by concern in `dispatch`
+//! (units, start-up, waiting), with its methods by concern in `lifecycle` (replacement,
+//! shutdown), `dispatch`
 //! (events, pi's combination rules), `commands`, `ext_tool` and `calls` (what extensions ask);
 //! `plan` starts it once a mode has its output. TypeScript/JavaScript units run in the optional
 //! Node extension host (`node_host`, §B15): one Node process, borrowing pi's own loader and
@@ -21,6 +22,7 @@ mod ext_tool;
 pub(crate) use ext_tool::install_tools;
 pub(crate) use ui::write_notify;
 pub(crate) mod host;
+mod lifecycle;
 pub(crate) mod manifest;
 pub(crate) mod node_host;
 mod plan;
