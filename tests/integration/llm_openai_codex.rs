@@ -307,3 +307,83 @@ fn catalog_compat_declares_tools_in_the_input_and_sends_the_effort_as_an_update(
         );
     }
 }
+
+/// pi records the mid-conversation effort on each reply (`providerThinkingLevel`) and replays
+/// it as a `configuration_update` item before that reply in later requests; pi-rpc sent only
+/// the trailing one, so a conversation whose level changed lost its history of efforts.
+#[test]
+fn earlier_turns_replay_their_configuration_update() {
+    let mock = MockLlm::start(json!({"default": {"blocks": [{"type": "text", "text": "k"}]}}));
+    let compat = json!({"supportsAdditionalTools": true, "supportsMidConvoSystemMessages": true,
+        "supportsMidConvoEffort": true});
+    let m = model(
+        &mock,
+        json!({"compat": compat, "thinkingLevelMap": {"off": "none", "minimal": "low"}}),
+    );
+    let (first, _) = run(
+        &m,
+        &ctx(vec![user("hi")]),
+        &opts(ThinkingLevel::High),
+        &CancelToken::new(),
+    );
+    assert_eq!(first.provider_thinking_level.as_deref(), Some("high"));
+    let first_json = first.to_value();
+    let keys: Vec<&str> = first_json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        &keys[..6],
+        [
+            "role",
+            "content",
+            "api",
+            "provider",
+            "model",
+            "providerThinkingLevel"
+        ],
+        "pi writes providerThinkingLevel right after model: {first_json}"
+    );
+    let history = vec![
+        user("hi"),
+        pi_rpc::llm::types::LlmMessage::Assistant(first),
+        user("again"),
+    ];
+    let (second, _) = run(
+        &m,
+        &ctx(history),
+        &opts(ThinkingLevel::Low),
+        &CancelToken::new(),
+    );
+    assert_eq!(second.provider_thinking_level.as_deref(), Some("low"));
+    let body = mock.requests().last().unwrap()["body"].clone();
+    let input = body["input"].as_array().unwrap();
+    let kinds: Vec<Value> = input[2..]
+        .iter()
+        .map(|i| i.get("type").cloned().unwrap_or_else(|| i["role"].clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        json!([
+            "user",
+            "configuration_update",
+            "message",
+            "user",
+            "configuration_update"
+        ])
+        .as_array()
+        .unwrap()
+        .clone(),
+        "{input:#?}"
+    );
+    assert_eq!(
+        input[3],
+        json!({"type": "configuration_update", "reasoning": {"effort": "high"}})
+    );
+    assert_eq!(
+        input.last().unwrap(),
+        &json!({"type": "configuration_update", "reasoning": {"effort": "low"}})
+    );
+}

@@ -20,15 +20,16 @@
 //! Not done (pi does them): the WebSocket transport (pi falls back to SSE itself; SSE-only is a
 //! valid port), zstd compression of the body (the backend accepts plain JSON), system messages
 //! kept in place with their tool-change notices (pi-rpc sends the current prompt and tools as
-//! the leading ones), the per-turn `configuration_update` items of earlier turns (pi-rpc stores
-//! no `providerThinkingLevel`), grammar (custom) tools and tool search.
+//! the leading ones), grammar (custom) tools and tool search.
 
 use serde_json::{json, Map, Value};
 
 use super::drive::{effective_thinking_level, Flow, WireApi};
 use super::http::{dedupe_headers, HttpError, HttpRequest};
 use super::model::Model;
-use super::openai_responses::{convert_input, ResponsesStream, NO_STOP_REASON, NO_TERMINAL_EVENT};
+use super::openai_responses::{
+    convert_input_with, InputOptions, ResponsesStream, NO_STOP_REASON, NO_TERMINAL_EVENT,
+};
 use super::pi_messages::{fetch_failed, status_text};
 use super::request::json_request;
 use super::sse::SseEvent;
@@ -199,7 +200,14 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
         && model.compat_bool("supportsAdditionalTools") == Some(true);
     let tools = convert_tools(&ctx.tools, flag("supportsStrictMode"));
     let update_effort = configuration_update_effort(model, opts.thinking_level);
-    let mut input = convert_input(model, ctx);
+    // With a mid-conversation effort, each earlier same-model reply that recorded its
+    // `providerThinkingLevel` is preceded by a `configuration_update` item with it, and one with
+    // this turn's effort ends the input (pi's `convertResponsesMessages`).
+    let options = InputOptions {
+        configuration_update_effort: update_effort.as_deref(),
+        supports_strict_mode: flag("supportsStrictMode"),
+    };
+    let mut input = convert_input_with(model, ctx, &options);
     // The shared Responses conversion declares the tools itself for these models, with the
     // Responses API's strictness; Codex declares its own (strict `null` by default).
     if tool_changes {
@@ -211,9 +219,6 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
             0,
             json!({"type": "additional_tools", "role": "developer", "tools": tools}),
         );
-    }
-    if let Some(effort) = &update_effort {
-        input.push(json!({"type": "configuration_update", "reasoning": {"effort": effort}}));
     }
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
@@ -439,6 +444,12 @@ impl<'a> WireApi<'a> for CodexStream {
 
     fn transport_error(e: &HttpError) -> String {
         fetch_failed(e, true)
+    }
+
+    /// pi records the mid-conversation effort on the reply (`providerThinkingLevel`, right
+    /// after `model`), so that later requests replay it before this turn.
+    fn provider_thinking_level(model: &Model, opts: &StreamOptions) -> Option<String> {
+        configuration_update_effort(model, opts.thinking_level)
     }
 
     fn on_event(

@@ -40,7 +40,9 @@ use self::request::*;
 
 pub use self::compat::configuration_update_effort;
 pub use self::events::ResponsesStream;
-pub use self::request::{build_body, convert_input, endpoint, request_headers, short_hash};
+pub use self::request::{
+    build_body, convert_input_with, endpoint, request_headers, short_hash, InputOptions,
+};
 
 /// pi's `OPENAI_RESPONSES_MIN_OUTPUT_TOKENS`: the API rejects smaller `max_output_tokens`.
 const MIN_OUTPUT_TOKENS: u64 = 16;
