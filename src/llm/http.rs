@@ -481,6 +481,23 @@ fn map_io(io: &io::Error, target: &str) -> HttpError {
     }
 }
 
+/// A request that got no response, as `fetch` reports it: `fetch failed`, with undici's cause
+/// when `with_cause` (pi's `withCauseDetail`, which Codex applies and pi-messages does not).
+pub(crate) fn fetch_failed(e: &HttpError, with_cause: bool) -> String {
+    let cause = match e {
+        HttpError::InvalidUrl { .. } | HttpError::Aborted => return e.to_string(),
+        HttpError::ConnectionRefused { target } => format!("connect ECONNREFUSED {target}"),
+        HttpError::HostNotFound { host } => format!("getaddrinfo ENOTFOUND {host}"),
+        HttpError::TimedOut => "Connect Timeout Error".to_owned(),
+        HttpError::Connection { detail } => detail.clone(),
+    };
+    if with_cause && !cause.is_empty() {
+        format!("fetch failed: {cause}")
+    } else {
+        "fetch failed".to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::convert::normalize_tool_call_ids;
 use super::drive::{effective_thinking_level, Flow, WireApi};
-use super::http::HttpRequest;
+use super::http::{fetch_failed, HttpError, HttpRequest};
 use super::model::Model;
 use super::openai_responses::short_hash;
 use super::request::json_request;
@@ -101,6 +101,12 @@ impl<'a> WireApi<'a> for MistralStream {
 
     fn http_error(_: &Model, status: u16, _: Option<&str>, body: &str) -> String {
         http_error_message(status, body)
+    }
+
+    /// pi calls Mistral with plain `fetch` and reports its error's message (`formatMistralError`):
+    /// `fetch failed`, without undici's cause.
+    fn transport_error(e: &HttpError) -> String {
+        fetch_failed(e, false)
     }
 
     fn on_event(

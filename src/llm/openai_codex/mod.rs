@@ -25,12 +25,12 @@
 use serde_json::{json, Map, Value};
 
 use super::drive::{effective_thinking_level, Flow, WireApi};
-use super::http::{dedupe_headers, HttpError, HttpRequest};
+use super::http::{dedupe_headers, fetch_failed, HttpError, HttpRequest};
 use super::model::Model;
 use super::openai_responses::{
     convert_input_with, InputOptions, ResponsesStream, NO_STOP_REASON, NO_TERMINAL_EVENT,
 };
-use super::pi_messages::{fetch_failed, status_text};
+use super::pi_messages::status_text;
 use super::request::json_request;
 use super::sse::SseEvent;
 use super::stream::{base_max_tokens, AbortTexts, Failure, StreamedMessage};

@@ -12,7 +12,7 @@
 use serde_json::{json, Map, Value};
 
 use super::drive::{effective_thinking_level, Flow, WireApi};
-use super::http::{HttpError, HttpRequest};
+use super::http::{fetch_failed, HttpError, HttpRequest};
 use super::model::Model;
 use super::request::json_request;
 use super::sse::SseEvent;
@@ -211,23 +211,6 @@ pub fn http_error_message(status: u16, body: &str) -> String {
         .map(|c| format!(" ({c})"))
         .unwrap_or_default();
     format!("{status} {}: {message}{code}", status_text(status))
-}
-
-/// A request that got no response, as `fetch` reports it: `fetch failed`, with undici's cause
-/// when `with_cause` (pi's `withCauseDetail`, which Codex applies and pi-messages does not).
-pub(crate) fn fetch_failed(e: &HttpError, with_cause: bool) -> String {
-    let cause = match e {
-        HttpError::InvalidUrl { .. } | HttpError::Aborted => return e.to_string(),
-        HttpError::ConnectionRefused { target } => format!("connect ECONNREFUSED {target}"),
-        HttpError::HostNotFound { host } => format!("getaddrinfo ENOTFOUND {host}"),
-        HttpError::TimedOut => "Connect Timeout Error".to_owned(),
-        HttpError::Connection { detail } => detail.clone(),
-    };
-    if with_cause && !cause.is_empty() {
-        format!("fetch failed: {cause}")
-    } else {
-        "fetch failed".to_owned()
-    }
 }
 
 /// The message of a failed stream as pi's `createErrorEvent` builds it: nothing of what was
