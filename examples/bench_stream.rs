@@ -72,6 +72,7 @@ fn model(base_url: &str) -> Model {
 fn context() -> LlmContext {
     LlmContext {
         transcript: None,
+        leading_system: None,
         system_prompt: "You are a benchmark.".into(),
         messages: vec![LlmMessage::User {
             content: vec![ContentBlock::text("Stream a long reply.")],

@@ -844,7 +844,11 @@ impl RequestInputs {
             head.append(&mut r);
             head
         });
-        let (mut system_prompt, mut messages) = match &replaced {
+        let crate::llm::convert::Converted {
+            mut system_prompt,
+            mut messages,
+            leading_system,
+        } = match &replaced {
             Some(source) => crate::llm::convert::convert_to_llm(source, &self.model),
             // One message at a time: a long session is not parsed into `Value`s all at once.
             None => crate::llm::convert::convert_to_llm_each(self.messages.iter(), &self.model),
@@ -873,6 +877,7 @@ impl RequestInputs {
                 messages,
                 tools: self.tools,
                 transcript,
+                leading_system,
             },
             self.opts,
         )

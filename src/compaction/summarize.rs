@@ -193,6 +193,7 @@ impl Summarizer<'_> {
     fn request(&self, prompt: &str) -> AssistantMessage {
         let ctx = LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: SYSTEM_PROMPT.to_string(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text(prompt.to_string())],

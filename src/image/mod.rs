@@ -235,7 +235,7 @@ pub fn block_images(messages: &mut [LlmMessage]) {
     for m in messages {
         let content = match m {
             LlmMessage::User { content, .. } | LlmMessage::ToolResult { content, .. } => content,
-            LlmMessage::Assistant(_) => continue,
+            LlmMessage::Assistant(_) | LlmMessage::System(_) => continue,
         };
         if !content
             .iter()

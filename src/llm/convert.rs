@@ -16,9 +16,10 @@ use serde_json::Value;
 
 use super::model::{number_to_u64, Model};
 use super::role::Role;
+use super::transcript::{keeps_system_messages, tool_from_declaration};
 use super::types::{
     content_from_value, AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason,
-    ToolSpec,
+    SystemMessage, ToolSpec,
 };
 
 pub const COMPACTION_SUMMARY_PREFIX: &str =
@@ -37,21 +38,31 @@ pub const NO_RESULT_PROVIDED: &str = "No result provided";
 /// The request context for `model`: the current system prompt, the converted and transformed
 /// conversation, and the current tools (replayed from the system messages).
 pub fn build_llm_context(messages: &[Value], model: &Model) -> LlmContext {
-    let (system_prompt, messages_out) = convert_to_llm(messages, model);
+    let converted = convert_to_llm(messages, model);
     LlmContext {
-        system_prompt,
-        messages: messages_out,
+        system_prompt: converted.system_prompt,
+        messages: converted.messages,
         tools: current_tools(messages),
         transcript: None,
+        leading_system: converted.leading_system,
     }
 }
 
-/// pi's `convertToLlm` followed by `transformMessages` for `model`. Returns the rendered system
-/// prompt and the messages to send.
-pub fn convert_to_llm(messages: &[Value], model: &Model) -> (String, Vec<LlmMessage>) {
-    let system_prompt = system_prompt(messages);
-    let converted: Vec<LlmMessage> = messages.iter().filter_map(convert_one).collect();
-    (system_prompt, transform_messages(converted, model))
+/// What [`convert_to_llm`] makes of the agent's messages.
+#[derive(Debug, Default)]
+pub struct Converted {
+    /// The rendered system prompt: every system message replayed, or, for a model that keeps
+    /// system messages in place, the leading one's text.
+    pub system_prompt: String,
+    /// The messages to send (later system messages in place, for such a model).
+    pub messages: Vec<LlmMessage>,
+    /// The leading system message, for a model that keeps system messages in place.
+    pub leading_system: Option<SystemMessage>,
+}
+
+/// pi's `convertToLlm` followed by `resolveTranscript` and `transformMessages` for `model`.
+pub fn convert_to_llm(messages: &[Value], model: &Model) -> Converted {
+    convert_to_llm_each(messages.iter().map(std::borrow::Cow::Borrowed), model)
 }
 
 /// [`convert_to_llm`] over messages handed out one at a time (each parsed on demand and
@@ -59,18 +70,37 @@ pub fn convert_to_llm(messages: &[Value], model: &Model) -> (String, Vec<LlmMess
 pub fn convert_to_llm_each<'a>(
     messages: impl Iterator<Item = std::borrow::Cow<'a, Value>>,
     model: &Model,
-) -> (String, Vec<LlmMessage>) {
+) -> Converted {
+    let in_place = keeps_system_messages(model);
     let mut system = Vec::new();
     let mut converted = Vec::with_capacity(messages.size_hint().0);
+    let mut leading_system = None;
+    let mut first = true;
     for m in messages {
-        if let Some(c) = convert_one(&m) {
-            converted.push(c);
-        }
         if is_system(&m) {
-            system.push(m.into_owned());
+            if !in_place {
+                system.push(m.into_owned());
+            } else if first {
+                leading_system = Some(SystemMessage::from_value(&m));
+            } else {
+                converted.push(LlmMessage::System(SystemMessage::from_value(&m)));
+            }
+            first = false;
+        } else if let Some(c) = convert_one(&m) {
+            converted.push(c);
+            first = false;
         }
     }
-    (system_prompt(&system), transform_messages(converted, model))
+    let system_prompt = match (&leading_system, in_place) {
+        (Some(leading), true) => leading.full_text(),
+        (None, true) => String::new(),
+        (_, false) => system_prompt(&system),
+    };
+    Converted {
+        system_prompt,
+        messages: transform_messages(converted, model),
+        leading_system,
+    }
 }
 
 fn str_field<'a>(m: &'a serde_json::Map<String, Value>, k: &str) -> Option<&'a str> {
@@ -141,7 +171,8 @@ fn convert_one(v: &Value) -> Option<LlmMessage> {
                 ts,
             ))
         }
-        // System messages fold into the system prompt; unknown roles are not sent.
+        // System messages fold into the system prompt or stay in place (the callers see to
+        // them); unknown roles are not sent.
         Role::System | Role::Other(_) => None,
     }
 }
@@ -235,27 +266,8 @@ pub fn current_tools(messages: &[Value]) -> Vec<ToolSpec> {
             }
         }
         if let Some(Value::Array(added)) = msg.get("toolsAdded") {
-            for a in added {
-                let Some(name) = a.get("name").and_then(Value::as_str) else {
-                    continue;
-                };
-                let tool = ToolSpec {
-                    name: name.to_owned(),
-                    description: a
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    parameters: a
-                        .get("parameters")
-                        .cloned()
-                        .unwrap_or_else(|| Value::Object(Default::default())),
-                    strict_prefer: a.pointer("/constrainedSampling/strict")
-                        == Some(&Value::from("prefer"))
-                        && a.pointer("/constrainedSampling/type")
-                            == Some(&Value::from("json_schema")),
-                };
-                match tools.iter_mut().find(|t| t.name == name) {
+            for tool in added.iter().filter_map(tool_from_declaration) {
+                match tools.iter_mut().find(|t| t.name == tool.name) {
                     Some(slot) => *slot = tool,
                     None => tools.push(tool),
                 }
@@ -295,11 +307,15 @@ pub fn transform_messages(messages: Vec<LlmMessage>, model: &Model) -> Vec<LlmMe
     let mut result: Vec<LlmMessage> = Vec::with_capacity(messages.len());
     let mut pending: Vec<(String, String)> = Vec::new();
     let mut answered: Vec<String> = Vec::new();
+    // System messages are transparent to the tool-call accounting: one between a tool call and
+    // its results is held back and sent after the results (synthetic ones included).
+    let mut held: Vec<LlmMessage> = Vec::new();
 
     fn close_pending(
         result: &mut Vec<LlmMessage>,
         pending: &mut Vec<(String, String)>,
         answered: &mut Vec<String>,
+        held: &mut Vec<LlmMessage>,
     ) {
         for (id, name) in pending.drain(..) {
             if !answered.contains(&id) {
@@ -312,6 +328,7 @@ pub fn transform_messages(messages: Vec<LlmMessage>, model: &Model) -> Vec<LlmMe
             }
         }
         answered.clear();
+        result.append(held);
     }
 
     for msg in messages {
@@ -321,7 +338,7 @@ pub fn transform_messages(messages: Vec<LlmMessage>, model: &Model) -> Vec<LlmMe
                 timestamp,
                 as_string,
             } => {
-                close_pending(&mut result, &mut pending, &mut answered);
+                close_pending(&mut result, &mut pending, &mut answered, &mut held);
                 let content = if images_ok {
                     content
                 } else {
@@ -352,8 +369,15 @@ pub fn transform_messages(messages: Vec<LlmMessage>, model: &Model) -> Vec<LlmMe
                     is_error,
                 });
             }
+            LlmMessage::System(system) => {
+                if pending.is_empty() {
+                    result.push(LlmMessage::System(system));
+                } else {
+                    held.push(LlmMessage::System(system));
+                }
+            }
             LlmMessage::Assistant(mut a) => {
-                close_pending(&mut result, &mut pending, &mut answered);
+                close_pending(&mut result, &mut pending, &mut answered, &mut held);
                 if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                     continue;
                 }
@@ -372,7 +396,7 @@ pub fn transform_messages(messages: Vec<LlmMessage>, model: &Model) -> Vec<LlmMe
             }
         }
     }
-    close_pending(&mut result, &mut pending, &mut answered);
+    close_pending(&mut result, &mut pending, &mut answered, &mut held);
     result
 }
 
@@ -457,7 +481,7 @@ pub fn normalize_tool_call_ids(
                     *tool_call_id = n.clone();
                 }
             }
-            LlmMessage::User { .. } => {}
+            LlmMessage::User { .. } | LlmMessage::System(_) => {}
         }
     }
 }
@@ -542,11 +566,15 @@ mod tests {
         ];
         assert_eq!(system_prompt(&mixed), "A\n\nB\n\n<s>\nx\n</s>");
         assert_eq!(system_prompt(&[]), "");
-        let (sp, conv) = convert_to_llm(&msgs, &model(true));
+        let Converted {
+            system_prompt: sp,
+            messages: conv,
+            ..
+        } = convert_to_llm(&msgs, &model(true));
         assert_eq!(sp, system_prompt(&msgs));
         assert_eq!(conv, vec![user("hi", 2)]);
         let each = convert_to_llm_each(msgs.iter().map(Cow::Borrowed), &model(true));
-        assert_eq!(each, (sp, conv));
+        assert_eq!((each.system_prompt, each.messages), (sp, conv));
     }
 
     #[test]
@@ -560,9 +588,9 @@ mod tests {
             json!({"role":"compactionSummary","summary":"S1","tokensBefore":10,"timestamp":10}),
             json!({"role":"branchSummary","summary":"B1","fromId":null,"timestamp":11}),
         ];
-        let (_, conv) = convert_to_llm(&msgs, &model(true));
+        let conv = convert_to_llm(&msgs, &model(true)).messages;
         let each = convert_to_llm_each(msgs.iter().map(Cow::Borrowed), &model(true));
-        assert_eq!(each.1, conv);
+        assert_eq!(each.messages, conv);
         let texts: Vec<String> = conv
             .iter()
             .map(|m| match m {
@@ -592,7 +620,7 @@ mod tests {
             json!({"role":"user","content":[{"type":"text","text":"a"}],"timestamp":1}),
             json!({"role":"user","content":"b","timestamp":2}),
         ];
-        let (_, conv) = convert_to_llm(&msgs, &model(true));
+        let conv = convert_to_llm(&msgs, &model(true)).messages;
         assert_eq!(conv.len(), 2);
     }
 
@@ -608,7 +636,7 @@ mod tests {
             json!({"role":"user","content":"b","timestamp":3}),
             assistant("mock", vec![ContentBlock::text("x")], StopReason::Aborted),
         ];
-        let (_, conv) = convert_to_llm(&msgs, &model(true));
+        let conv = convert_to_llm(&msgs, &model(true)).messages;
         assert_eq!(conv, vec![user("a", 1), user("b", 3)]);
     }
 
@@ -628,7 +656,7 @@ mod tests {
             json!({"role":"user","content":"b","timestamp":4}),
             assistant("mock", vec![call("t3")], StopReason::ToolUse),
         ];
-        let (_, conv) = convert_to_llm(&msgs, &model(true));
+        let conv = convert_to_llm(&msgs, &model(true)).messages;
         let synthetic = |id: &str| LlmMessage::ToolResult {
             tool_call_id: id.into(),
             tool_name: "bash".into(),
@@ -650,7 +678,7 @@ mod tests {
             json!({"role":"user","content":[{"type":"text","text":"look"},{"type":"image","data":"A","mimeType":"image/png"},{"type":"image","data":"B","mimeType":"image/png"}],"timestamp":1}),
             json!({"role":"toolResult","toolCallId":"t","toolName":"read","content":[{"type":"image","data":"A","mimeType":"image/png"},{"type":"text","text":"after"},{"type":"image","data":"A","mimeType":"image/png"}],"isError":false,"timestamp":2}),
         ];
-        let (_, conv) = convert_to_llm(&msgs, &model(false));
+        let conv = convert_to_llm(&msgs, &model(false)).messages;
         assert_eq!(
             conv[0],
             LlmMessage::User {
@@ -674,7 +702,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // With image input the images stay.
-        let (_, conv) = convert_to_llm(&msgs, &model(true));
+        let conv = convert_to_llm(&msgs, &model(true)).messages;
         match &conv[0] {
             LlmMessage::User { content, .. } => {
                 assert_eq!(content.len(), 3);
@@ -743,7 +771,7 @@ mod tests {
             assistant("mock", content.clone(), StopReason::ToolUse),
             assistant("other", content.clone(), StopReason::ToolUse),
         ];
-        let (_, conv) = convert_to_llm(&msgs, &model(true));
+        let conv = convert_to_llm(&msgs, &model(true)).messages;
         let LlmMessage::Assistant(same) = &conv[1] else {
             panic!()
         };
@@ -791,7 +819,7 @@ mod tests {
             json!({"role":"toolResult","toolCallId":"call|abc+/=","toolName":"bash","content":"ok","isError":false,"timestamp":3}),
             assistant("mock", vec![call], StopReason::ToolUse),
         ];
-        let (_, mut conv) = convert_to_llm(&msgs, &model(true));
+        let mut conv = convert_to_llm(&msgs, &model(true)).messages;
         normalize_tool_call_ids(&mut conv, &model(true), |id| {
             id.chars()
                 .map(|c| {

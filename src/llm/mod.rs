@@ -5,10 +5,13 @@
 //! - `drive`: the one request/stream/cancel loop every adapter runs (`drive::WireApi`);
 //! - one folder per wire API, each a request builder and an event state machine:
 //!   `anthropic`, `openai_completions`, `openai_responses`, `google`, `mistral`,
-//!   `azure_responses`;
+//!   `azure_responses`, `bedrock`, `vertex`, `openai_codex`, `pi_messages`;
 //! - [`stream`]: the adapters' shared toolkit (the streamed message, failures, token budgets);
 //!   [`sse`], `http`, `request`: the transport; `tool_args`: streamed tool-call arguments;
 //! - [`convert`]: the agent's messages as LLM messages; [`types`]: the LLM-side types;
+//!   [`transcript`]: system messages kept in place for models that accept them
+//!   mid-conversation (their renderings, and the split of tool declarations between the
+//!   request's list and in-place changes);
 //! - [`model`], [`registry`], [`auth`], [`thinking`]: models, the catalog, credentials,
 //!   thinking levels;
 //! - [`errors`]: pi's error classification (retryable, context overflow).
@@ -53,6 +56,7 @@ pub mod sse;
 pub mod stream;
 pub(crate) mod strict_schema;
 pub(crate) mod tool_args;
+pub mod transcript;
 pub mod types;
 pub(crate) mod vertex;
 pub mod wire;

@@ -1066,6 +1066,7 @@ fn check_api(api: Api, seed: u64, cases: usize, skip: Skip) -> Result<Tally, Str
     let model = api.model();
     let ctx = LlmContext {
         transcript: None,
+        leading_system: None,
         system_prompt: "You are a test.".into(),
         messages: vec![LlmMessage::User {
             content: vec![ContentBlock::text("hi")],

@@ -65,7 +65,7 @@ pub(crate) fn apply<'a>(
 fn has_image(m: &LlmMessage) -> bool {
     let content = match m {
         LlmMessage::User { content, .. } | LlmMessage::ToolResult { content, .. } => content,
-        LlmMessage::Assistant(_) => return false,
+        LlmMessage::Assistant(_) | LlmMessage::System(_) => return false,
     };
     content
         .iter()

@@ -13,7 +13,7 @@ use super::model::Model;
 use super::thinking::ThinkingLevel;
 use super::types::{
     AssistantEvent, AssistantMessage, ContentBlock, LlmContext, LlmMessage, StopReason,
-    StreamOptions,
+    StreamOptions, ToolSpec,
 };
 use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
@@ -172,8 +172,44 @@ fn content_chars(content: &[ContentBlock]) -> usize {
         .sum()
 }
 
+/// The characters of `JSON.stringify` of tool declarations (`{name, description,
+/// parameters}` each).
+fn tools_chars(tools: &[ToolSpec]) -> usize {
+    if tools.is_empty() {
+        return 0;
+    }
+    let tools: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let mut m = Map::new();
+            m.insert("name".into(), Value::from(t.name.as_str()));
+            m.insert("description".into(), Value::from(t.description.as_str()));
+            m.insert("parameters".into(), t.parameters.clone());
+            Value::Object(m)
+        })
+        .collect();
+    utf16::len(&serde_json::to_string(&tools).unwrap_or_default())
+}
+
 fn message_tokens(m: &LlmMessage) -> u64 {
     match m {
+        // pi's estimate of a system message: its whole text, then the JSON of its added and
+        // of its removed tools (`[{name}]`), each rounded up on its own.
+        LlmMessage::System(s) => {
+            let removed: Vec<Value> = s
+                .tools_removed
+                .iter()
+                .map(|name| serde_json::json!({ "name": name }))
+                .collect();
+            let removed_chars = if removed.is_empty() {
+                0
+            } else {
+                utf16::len(&serde_json::to_string(&removed).unwrap_or_default())
+            };
+            tokens_of_chars(utf16::len(&s.full_text()))
+                + tokens_of_chars(tools_chars(&s.tools_added))
+                + tokens_of_chars(removed_chars)
+        }
         LlmMessage::User { content, .. } | LlmMessage::ToolResult { content, .. } => {
             tokens_of_chars(content_chars(content))
         }
@@ -203,6 +239,7 @@ fn message_timestamp(m: &LlmMessage) -> u64 {
         LlmMessage::User { timestamp, .. } => *timestamp,
         LlmMessage::Assistant(a) => a.timestamp,
         LlmMessage::ToolResult { .. } => 0,
+        LlmMessage::System(s) => s.timestamp,
     }
 }
 
@@ -237,24 +274,15 @@ pub fn estimate_context_tokens(ctx: &LlmContext) -> u64 {
                     .sum::<u64>()
         }
         None => {
-            let mut total = tokens_of_chars(utf16::len(&ctx.system_prompt));
-            if !ctx.tools.is_empty() {
-                let tools: Vec<Value> = ctx
-                    .tools
-                    .iter()
-                    .map(|t| {
-                        let mut m = Map::new();
-                        m.insert("name".into(), Value::from(t.name.as_str()));
-                        m.insert("description".into(), Value::from(t.description.as_str()));
-                        m.insert("parameters".into(), t.parameters.clone());
-                        Value::Object(m)
-                    })
-                    .collect();
-                total += tokens_of_chars(utf16::len(
-                    &serde_json::to_string(&tools).unwrap_or_default(),
-                ));
-            }
-            total + ctx.messages.iter().map(message_tokens).sum::<u64>()
+            // The leading system message: the prompt and its tools (the current ones, unless
+            // later system messages changed them in place).
+            let tools = match &ctx.leading_system {
+                Some(leading) => &leading.tools_added,
+                None => &ctx.tools,
+            };
+            tokens_of_chars(utf16::len(&ctx.system_prompt))
+                + tokens_of_chars(tools_chars(tools))
+                + ctx.messages.iter().map(message_tokens).sum::<u64>()
         }
     }
 }
@@ -370,6 +398,7 @@ mod tests {
     fn ctx_with_text(chars: usize) -> LlmContext {
         LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: String::new(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("x".repeat(chars))],
@@ -426,6 +455,7 @@ mod tests {
         };
         let ctx = LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: "s".repeat(7000),
             messages: vec![
                 LlmMessage::User {

@@ -610,6 +610,21 @@ pub struct ToolSpec {
     pub strict_prefer: bool,
 }
 
+/// A system message of the transcript (parsed and rendered in `llm::transcript`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SystemMessage {
+    /// The text of its `content` (a string, or text blocks joined with `\n`).
+    pub content: String,
+    /// Its `sections`, in order: `None` removes a section.
+    pub sections: Vec<(String, Option<String>)>,
+    /// Tools declared (added, or redefined under the same name).
+    pub tools_added: Vec<ToolSpec>,
+    /// Names of the tools removed.
+    pub tools_removed: Vec<String>,
+    /// When it was written, Unix milliseconds.
+    pub timestamp: u64,
+}
+
 /// A message as the provider adapters see it (after `convert::convert_to_llm`).
 // The assistant variant is larger than the others; a request holds a few hundred of these at
 // most, built once, so boxing would only cost ergonomics.
@@ -631,6 +646,10 @@ pub enum LlmMessage {
         content: Vec<ContentBlock>,
         is_error: bool,
     },
+    /// A later system message kept in place, for a model that accepts system messages
+    /// mid-conversation (`compat.supportsMidConvoSystemMessages`); other models never see one
+    /// (their system messages fold into `system_prompt` and `tools`).
+    System(SystemMessage),
 }
 
 /// Everything one request sends besides the options: the rendered system prompt, the
@@ -645,6 +664,10 @@ pub struct LlmContext {
     /// request was not built from a transcript (a summary): such an API then sends pi's
     /// normalized form of `system_prompt`, `tools` and `messages`.
     pub transcript: Option<Vec<Value>>,
+    /// The transcript's leading system message, for a model that accepts system messages
+    /// mid-conversation: `system_prompt` is then its text alone, and the later ones are
+    /// [`LlmMessage::System`] items in place. `None` otherwise.
+    pub leading_system: Option<SystemMessage>,
 }
 
 /// Prompt caching preference (pi's `cacheRetention`).

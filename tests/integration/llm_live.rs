@@ -71,6 +71,7 @@ pub(crate) fn live_model(
 pub(crate) fn ask(model: &Model, opts: &StreamOptions) {
     let ctx = LlmContext {
         transcript: None,
+        leading_system: None,
         system_prompt: "You are a terse assistant. Answer in a few words.".into(),
         messages: vec![LlmMessage::User {
             content: vec![ContentBlock::text("Say hello.")],

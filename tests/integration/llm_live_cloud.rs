@@ -53,6 +53,7 @@ fn ask(provider: &str, default_id: &str) {
         }],
         tools: Vec::new(),
         transcript: None,
+        leading_system: None,
     };
     let mut streamed = String::new();
     let msg = stream_assistant(&model, &ctx, &opts, &CancelToken::new(), &mut |u| {

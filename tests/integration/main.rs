@@ -23,6 +23,7 @@ mod llm_google;
 mod llm_live;
 mod llm_live_cloud;
 mod llm_live_mistral_azure;
+mod llm_mid_convo_system;
 mod llm_mistral;
 mod llm_openai_codex;
 mod llm_openai_completions;

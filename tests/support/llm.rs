@@ -69,6 +69,7 @@ pub fn user_with_png(text: &str) -> LlmMessage {
 pub fn ctx(messages: Vec<LlmMessage>) -> LlmContext {
     LlmContext {
         transcript: None,
+        leading_system: None,
         system_prompt: "You are a test.".into(),
         messages,
         tools: vec![bash_tool()],

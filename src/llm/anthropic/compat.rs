@@ -195,6 +195,7 @@ mod tests {
             ],
             tools: vec![bash_tool()],
             transcript: None,
+            leading_system: None,
         };
         let mut o = opts();
         o.thinking_level = ThinkingLevel::Max;
@@ -292,6 +293,7 @@ mod tests {
             ],
             tools: vec![bash_tool()],
             transcript: None,
+            leading_system: None,
         };
         let mut o = opts();
         o.cache_retention = CacheRetention::None;
@@ -363,6 +365,7 @@ mod tests {
             messages: vec![user("hi")],
             tools: vec![],
             transcript: None,
+            leading_system: None,
         };
         let mut o = opts();
         o.thinking_level = ThinkingLevel::High;

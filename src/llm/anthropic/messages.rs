@@ -57,18 +57,53 @@ fn is_anthropic_effort(v: &str) -> bool {
     matches!(v, "low" | "medium" | "high" | "xhigh" | "max")
 }
 
+/// With native tool changes: converts the tools a later system message adds, for its inline
+/// `tool_addition` blocks.
+pub(super) type ToolDefinitions<'a> = &'a mut dyn FnMut(&[ToolSpec]) -> Vec<Value>;
+
+/// `tool_definitions`: see [`ToolDefinitions`].
 pub(super) fn convert_messages(
     messages: &[LlmMessage],
     oauth: bool,
     cache: Option<&Value>,
     allow_empty_signature: bool,
     managed_provider: Option<&str>,
+    mut tool_definitions: Option<ToolDefinitions<'_>>,
 ) -> Converted {
     let mut out: Vec<Value> = Vec::with_capacity(messages.len());
     let mut assistant_levels: Vec<(usize, String)> = Vec::new();
+    // Later system messages wait for the next assistant message that is sent (or the end):
+    // Anthropic wants a `tool_result` right after its `tool_use`, and an assistant message
+    // that converts to nothing is dropped, so an update never lands between them.
+    let mut pending_system: Vec<Value> = Vec::new();
     let mut i = 0;
     while i < messages.len() {
         match &messages[i] {
+            LlmMessage::System(system) => {
+                let mut blocks = Vec::new();
+                let text = system.update_text();
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                if let Some(define) = tool_definitions.as_mut() {
+                    for name in system.true_removals() {
+                        let name = if oauth {
+                            to_claude_code_name(name)
+                        } else {
+                            name.to_owned()
+                        };
+                        blocks.push(json!({"type": "tool_removal",
+                            "tool": {"type": "tool_reference", "name": name}}));
+                    }
+                    for definition in define(&system.tools_added) {
+                        blocks.push(json!({"type": "tool_addition",
+                            "tool": {"type": "tool_definition", "definition": definition}}));
+                    }
+                }
+                if !blocks.is_empty() {
+                    pending_system.push(json!({"role": "system", "content": blocks}));
+                }
+            }
             LlmMessage::User {
                 content,
                 as_string: true,
@@ -168,6 +203,7 @@ pub(super) fn convert_messages(
                     }
                 }
                 if !blocks.is_empty() {
+                    out.append(&mut pending_system);
                     if let Some(level) = a.provider_thinking_level.as_deref() {
                         if managed_provider == Some(a.provider.as_str())
                             && a.api == "anthropic-messages"
@@ -238,14 +274,18 @@ pub(super) fn convert_messages(
         }
         i += 1;
     }
+    out.append(&mut pending_system);
     if let Some(cc) = cache {
         if let Some(last) = out.last_mut() {
-            if last["role"] == "user" {
+            if last["role"] == "user" || last["role"] == "system" {
                 match last.get_mut("content") {
                     Some(Value::Array(blocks)) => {
                         if let Some(Value::Object(b)) = blocks.last_mut() {
                             let t = b.get("type").and_then(Value::as_str).unwrap_or_default();
-                            if matches!(t, "text" | "image" | "tool_result") {
+                            if matches!(
+                                t,
+                                "text" | "image" | "tool_result" | "tool_addition" | "tool_removal"
+                            ) {
                                 b.insert("cache_control".into(), cc.clone());
                             }
                         }

@@ -181,16 +181,41 @@ pub(super) fn build_request_with(
     let compat = AnthropicCompat::of(model);
     let cache = cache_control(model, opts.cache_retention);
     let plan = plan_thinking(model, ctx, opts);
-    // Native tool changes (pi): the request's tool list stays fixed, anchored by at least one
-    // real tool and followed by the deferred placeholder. pi-rpc's tools never change within a
-    // context, so the current tools are the initial ones.
     // Message threads: for a session that caches (pi's cacheSessionId).
     let thread_session = opts.session_id.clone().filter(|_| {
         compat.supports_message_threads && opts.cache_retention != CacheRetention::None
     });
+    // Native tool changes (pi): the request's tool list stays the leading system message's,
+    // anchored by at least one real tool and followed by the deferred placeholder; each later
+    // system message removes and defines tools inline. Otherwise the current tools.
+    let initial_tools = match &ctx.leading_system {
+        Some(leading) => &leading.tools_added,
+        None => &ctx.tools,
+    };
     let native_tool_changes = compat.supports_mid_convo_system_messages
         && compat.supports_mid_convo_tool_changes
-        && !ctx.tools.is_empty();
+        && !initial_tools.is_empty();
+    let request_tools = if native_tool_changes {
+        initial_tools
+    } else {
+        &ctx.tools
+    };
+    let mut has_preferred_strict_tools = false;
+    let mut define_inline = |tools: &[ToolSpec]| {
+        let definitions = convert_tools(
+            tools,
+            oauth,
+            compat.supports_eager_tool_input_streaming,
+            compat.supports_strict_tools,
+            None,
+            disable_preferred_strict,
+        );
+        has_preferred_strict_tools |= definitions
+            .iter()
+            .zip(tools)
+            .any(|(sent, spec)| sent["strict"] == true && spec.strict_prefer);
+        definitions
+    };
 
     let mut messages = ctx.messages.clone();
     normalize_tool_call_ids(&mut messages, model, normalize_tool_call_id);
@@ -205,6 +230,11 @@ pub(super) fn build_request_with(
         plan.managed_effort
             .as_ref()
             .map(|_| model.provider.as_str()),
+        if native_tool_changes {
+            Some(&mut define_inline as ToolDefinitions<'_>)
+        } else {
+            None
+        },
     );
     let messages = match &plan.managed_effort {
         Some(effort) => insert_effort_markers(converted, effort),
@@ -234,24 +264,23 @@ pub(super) fn build_request_with(
             Value::Array(vec![system_block(&ctx.system_prompt)]),
         );
     }
-    let mut has_preferred_strict_tools = false;
-    if !ctx.tools.is_empty() {
+    if !request_tools.is_empty() {
         let tool_cache = if compat.supports_cache_control_on_tools {
             cache.as_ref()
         } else {
             None
         };
         let mut tools = convert_tools(
-            &ctx.tools,
+            request_tools,
             oauth,
             compat.supports_eager_tool_input_streaming,
             compat.supports_strict_tools,
             tool_cache,
             disable_preferred_strict,
         );
-        has_preferred_strict_tools = tools
+        has_preferred_strict_tools |= tools
             .iter()
-            .zip(&ctx.tools)
+            .zip(request_tools)
             .any(|(sent, spec)| sent["strict"] == true && spec.strict_prefer);
         if native_tool_changes {
             tools.push(deferred_tool_placeholder());
@@ -448,6 +477,7 @@ mod tests {
         };
         let ctx = LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: String::new(),
             messages: vec![user("first"), user("   "), user("second")],
             tools: vec![],
@@ -472,6 +502,7 @@ mod tests {
         let model = mock_sonnet();
         let ctx = LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: String::new(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("hi")],
@@ -535,6 +566,7 @@ mod tests {
         let model = mock_sonnet();
         let ctx = LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: "SYS".into(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("hi")],
@@ -666,6 +698,7 @@ mod tests {
         };
         let ctx = LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: String::new(),
             messages: vec![
                 LlmMessage::User {

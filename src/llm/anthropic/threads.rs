@@ -246,6 +246,7 @@ pub(super) fn record_reply(
         None,
         AnthropicCompat::of(model).allow_empty_signature,
         None,
+        None,
     );
     let mut prefix = thread
         .params

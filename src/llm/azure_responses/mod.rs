@@ -187,6 +187,7 @@ mod tests {
                 strict_prefer: true,
             }],
             transcript: None,
+            leading_system: None,
         }
     }
 

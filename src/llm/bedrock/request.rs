@@ -261,6 +261,8 @@ pub fn convert_messages(
                 }
                 out.push(json!({"role": "user", "content": blocks}));
             }
+            // No Bedrock model keeps system messages in place (they fold into `system`).
+            LlmMessage::System(_) => {}
             LlmMessage::Assistant(a) => {
                 let blocks = assistant_blocks(model, &a.content);
                 if !blocks.is_empty() {

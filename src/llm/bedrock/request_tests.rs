@@ -60,6 +60,7 @@ fn claude_budget_thinking_tools_and_cache_points() {
             strict_prefer: true,
         }],
         transcript: None,
+        leading_system: None,
     };
     let v = body(&m, &ctx, &opts(ThinkingLevel::Medium));
     assert_eq!(
@@ -219,6 +220,7 @@ fn history_blocks_tool_results_and_images() {
         ],
         tools: vec![],
         transcript: None,
+        leading_system: None,
     };
     let v = body(&m, &ctx, &opts(ThinkingLevel::Off));
     assert_eq!(

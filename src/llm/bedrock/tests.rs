@@ -49,6 +49,7 @@ fn ctx() -> LlmContext {
         }],
         tools: vec![],
         transcript: None,
+        leading_system: None,
     }
 }
 

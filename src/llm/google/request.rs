@@ -222,6 +222,8 @@ pub fn convert_contents(model: &Model, ctx: &LlmContext) -> Vec<Value> {
                 }
                 contents.push(json!({"parts": parts, "role": "user"}));
             }
+            // No Gemini model keeps system messages in place.
+            LlmMessage::System(_) => {}
             LlmMessage::Assistant(a) => {
                 let same = a.provider == model.provider && a.model == model.id;
                 let mut parts = Vec::new();
@@ -748,6 +750,7 @@ mod tests {
         };
         let ctx = LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: "Be brief.".into(),
             messages: vec![
                 LlmMessage::User {
@@ -810,6 +813,7 @@ mod tests {
         let m = model("gemini-2.5-flash");
         let ctx = LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: String::new(),
             messages: vec![LlmMessage::ToolResult {
                 tool_call_id: "c1".into(),

@@ -215,6 +215,11 @@ pub fn convert_messages(model: &Model, ctx: &LlmContext) -> Vec<Value> {
                 content, as_string, ..
             } => user_message(content, *as_string, supports_images),
             LlmMessage::Assistant(a) => assistant_message(&a.content),
+            // A later system message in place (`supportsMidConvoSystemMessages`).
+            LlmMessage::System(system) => {
+                let text = system.update_text();
+                (!text.is_empty()).then(|| json!({"role": "system", "content": text}))
+            }
             LlmMessage::ToolResult {
                 tool_call_id,
                 tool_name,

@@ -134,6 +134,7 @@ fn body_matches_pi() {
         ],
         tools: vec![bash_tool()],
         transcript: None,
+        leading_system: None,
     };
     let opts = StreamOptions {
         session_id: Some("sess-1".into()),
@@ -201,6 +202,7 @@ fn images_for_a_text_only_model() {
         ],
         tools: Vec::new(),
         transcript: None,
+        leading_system: None,
     };
     let msgs = request::convert_messages(&m, &ctx);
     assert_eq!(

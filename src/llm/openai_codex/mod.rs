@@ -12,15 +12,16 @@
 //! (`response.done`, `error` → `Codex error: …`) and its error texts (the ChatGPT usage limit).
 //!
 //! The catalog's Codex models declare their tools in the input (`compat.supportsAdditionalTools`
-//! with `supportsMidConvoSystemMessages`: an `additional_tools` item before the system prompt)
-//! and some send the effort as a trailing `configuration_update` item
-//! (`supportsMidConvoEffort`); both are done for a conversation whose prompt and tools did not
-//! change mid-way.
+//! with `supportsMidConvoSystemMessages`: an `additional_tools` item before the system prompt,
+//! and one more for each later system message that adds tools, with pi's notices; see
+//! `llm::transcript`) and some send the effort in `configuration_update` items
+//! (`supportsMidConvoEffort`: one before each earlier reply with its recorded effort, one at
+//! the end).
 //!
-//! Not done (pi does them): the WebSocket transport (pi falls back to SSE itself; SSE-only is a
-//! valid port), zstd compression of the body (the backend accepts plain JSON), system messages
-//! kept in place with their tool-change notices (pi-rpc sends the current prompt and tools as
-//! the leading ones), grammar (custom) tools and tool search.
+//! Not done (pi does them): the WebSocket transport (pi tries it first and falls back to SSE
+//! itself, recording a `provider_transport_failure` diagnostic when it fails; SSE-only is a
+//! valid port), zstd compression of the body (the backend accepts plain JSON), grammar
+//! (custom) tools.
 
 use serde_json::{json, Map, Value};
 
@@ -28,14 +29,15 @@ use super::drive::{effective_thinking_level, Flow, WireApi};
 use super::http::{dedupe_headers, fetch_failed, HttpError, HttpRequest};
 use super::model::Model;
 use super::openai_responses::{
-    convert_input_with, InputOptions, ResponsesStream, NO_STOP_REASON, NO_TERMINAL_EVENT,
+    convert_input_with, convert_tools_with, InputOptions, ResponsesStream, NO_STOP_REASON,
+    NO_TERMINAL_EVENT,
 };
 use super::pi_messages::status_text;
 use super::request::json_request;
 use super::sse::SseEvent;
 use super::stream::{base_max_tokens, AbortTexts, Failure, StreamedMessage};
-use super::strict_schema;
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
+use super::transcript;
 use super::types::{CacheRetention, LlmContext, StreamOptions, ToolSpec};
 use crate::js::json::js_stringify;
 use crate::js::json::parse::js_json_parse_error;
@@ -130,24 +132,7 @@ pub fn request_headers(
 /// for strict sampling (its strict-form schema), else `null` (`compat.supportsStrictMode`,
 /// default on, sends the field at all).
 pub fn convert_tools(tools: &[ToolSpec], supports_strict_mode: bool) -> Vec<Value> {
-    tools
-        .iter()
-        .map(|t| {
-            let strict = strict_schema::strict_sampling(t, supports_strict_mode, None);
-            let mut o = Map::new();
-            o.insert("type".into(), json!("function"));
-            o.insert("name".into(), json!(t.name));
-            o.insert("description".into(), json!(t.description));
-            o.insert(
-                "parameters".into(),
-                strict_schema::parameters(t, strict, None),
-            );
-            if supports_strict_mode {
-                o.insert("strict".into(), strict.map_or(Value::Null, Value::Bool));
-            }
-            Value::Object(o)
-        })
-        .collect()
+    convert_tools_with(tools, supports_strict_mode, &Value::Null, false)
 }
 
 /// pi's `reasoningEffort` option (`streamSimple`): the clamped level, `none` at `off` on a
@@ -195,31 +180,19 @@ fn configuration_update_effort(model: &Model, level: ThinkingLevel) -> Option<St
 /// The request body (pi's `buildRequestBody`). `max_tokens` is the already fitted output cap.
 pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tokens: u64) -> Value {
     let flag = |k: &str| model.compat_bool(k).unwrap_or(true);
-    // Tools declared in the input (`additional_tools`) rather than in `tools`.
-    let tool_changes = model.compat_bool("supportsMidConvoSystemMessages") == Some(true)
-        && model.compat_bool("supportsAdditionalTools") == Some(true);
-    let tools = convert_tools(&ctx.tools, flag("supportsStrictMode"));
     let update_effort = configuration_update_effort(model, opts.thinking_level);
     // With a mid-conversation effort, each earlier same-model reply that recorded its
     // `providerThinkingLevel` is preceded by a `configuration_update` item with it, and one with
-    // this turn's effort ends the input (pi's `convertResponsesMessages`).
+    // this turn's effort ends the input (pi's `convertResponsesMessages`). Tools declared in
+    // the input (`additional_tools`) carry Codex's strictness (`null` by default).
     let options = InputOptions {
         configuration_update_effort: update_effort.as_deref(),
         supports_strict_mode: flag("supportsStrictMode"),
+        null_strict: true,
     };
-    let mut input = convert_input_with(model, ctx, &options);
-    // The shared Responses conversion declares the tools itself for these models, with the
-    // Responses API's strictness; Codex declares its own (strict `null` by default).
-    if tool_changes {
-        input.retain(|item| item.get("type").and_then(Value::as_str) != Some("additional_tools"));
-    }
-    if tool_changes && !tools.is_empty() {
-        // The leading system message's tools, declared before its text.
-        input.insert(
-            0,
-            json!({"type": "additional_tools", "role": "developer", "tools": tools}),
-        );
-    }
+    let input = convert_input_with(model, ctx, &options);
+    let support = super::openai_responses::tool_support(model);
+    let request_tools = transcript::resolve_tools(ctx, support).request_tools;
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
     body.insert("store".into(), json!(false));
@@ -238,8 +211,11 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
             json!(max_tokens.max(MIN_OUTPUT_TOKENS)),
         );
     }
-    if !tool_changes && !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
+    if !request_tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(convert_tools(&request_tools, flag("supportsStrictMode"))),
+        );
     }
     let effort = match (&update_effort, requested_effort(model, opts.thinking_level)) {
         (Some(_), _) => Some(CONFIGURATION_UPDATE_REQUEST_EFFORT.to_owned()),

@@ -103,6 +103,10 @@ pub struct CompletionsCompat {
     pub requires_assistant_after_tool_result: bool,
     pub requires_non_null_assistant_content: bool,
     pub requires_tools_with_tool_history: bool,
+    /// Later system messages stay in place (`supportsMidConvoSystemMessages`).
+    pub supports_mid_convo_system_messages: bool,
+    /// ... and tools added by them are declared there (`supportsMidConvoToolAdditions`).
+    pub supports_mid_convo_tool_additions: bool,
     pub requires_thinking_as_text: bool,
     pub requires_reasoning_content_on_assistant_messages: bool,
     pub thinking_format: ThinkingFormat,
@@ -212,6 +216,8 @@ impl CompletionsCompat {
             requires_assistant_after_tool_result: b("requiresAssistantAfterToolResult", false),
             requires_non_null_assistant_content: b("requiresNonNullAssistantContent", false),
             requires_tools_with_tool_history: b("requiresToolsWithToolHistory", false),
+            supports_mid_convo_system_messages: b("supportsMidConvoSystemMessages", false),
+            supports_mid_convo_tool_additions: b("supportsMidConvoToolAdditions", false),
             requires_thinking_as_text: b("requiresThinkingAsText", false),
             requires_reasoning_content_on_assistant_messages: b(
                 "requiresReasoningContentOnAssistantMessages",

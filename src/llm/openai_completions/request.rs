@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::llm::strict_schema;
+use crate::llm::transcript::{self, ToolSupport};
 
 /// A built request: where to send it, its headers and its JSON body.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,21 +89,25 @@ fn image_url(data: &str, mime_type: &str) -> Value {
     json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})
 }
 
+/// `folded`: how many of the leading system messages the request's tool list holds (see
+/// [`transcript::resolve_tools`]); a later one declares its added tools in place.
 fn convert_messages(
     model: &Model,
     ctx: &LlmContext,
     messages: &[LlmMessage],
     compat: &CompletionsCompat,
+    folded: usize,
 ) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
+    let instruction_role = if model.reasoning && compat.supports_developer_role {
+        "developer"
+    } else {
+        "system"
+    };
     if !ctx.system_prompt.is_empty() {
-        let role = if model.reasoning && compat.supports_developer_role {
-            "developer"
-        } else {
-            "system"
-        };
-        out.push(json!({"role": role, "content": ctx.system_prompt}));
+        out.push(json!({"role": instruction_role, "content": ctx.system_prompt}));
     }
+    let mut system_index = usize::from(ctx.leading_system.is_some());
     let mut last_was_tool_result = false;
     let mut i = 0;
     while i < messages.len() {
@@ -114,6 +119,21 @@ fn convert_messages(
             out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
         }
         match msg {
+            // A later system message in place (`supportsMidConvoSystemMessages`): tools it adds
+            // past the folded ones as a Kimi-style `{role: "system", tools}` message, then its
+            // text as an instruction.
+            LlmMessage::System(system) => {
+                if system_index >= folded && !system.tools_added.is_empty() {
+                    out.push(json!({"role": "system",
+                        "tools": convert_tools(&system.tools_added, compat)}));
+                }
+                system_index += 1;
+                let text = system.update_text();
+                if !text.is_empty() {
+                    out.push(json!({"role": instruction_role, "content": text}));
+                }
+                last_was_tool_result = false;
+            }
             LlmMessage::User {
                 content,
                 as_string: true,
@@ -327,7 +347,7 @@ fn has_tool_history(messages: &[LlmMessage]) -> bool {
     messages.iter().any(|m| match m {
         LlmMessage::ToolResult { .. } => true,
         LlmMessage::Assistant(a) => a.tool_calls().next().is_some(),
-        LlmMessage::User { .. } => false,
+        LlmMessage::User { .. } | LlmMessage::System(_) => false,
     })
 }
 
@@ -461,7 +481,14 @@ pub fn build_request(
     let compat = CompletionsCompat::of(model);
     let mut messages_in = ctx.messages.clone();
     normalize_tool_call_ids(&mut messages_in, model, normalize_id_for(model));
-    let mut messages = convert_messages(model, ctx, &messages_in, &compat);
+    let support =
+        if compat.supports_mid_convo_system_messages && compat.supports_mid_convo_tool_additions {
+            ToolSupport::Additions
+        } else {
+            ToolSupport::None
+        };
+    let transcript_tools = transcript::resolve_tools(ctx, support);
+    let mut messages = convert_messages(model, ctx, &messages_in, &compat, transcript_tools.folded);
     let effort = reasoning_effort(model, opts);
 
     let mut body = Map::new();
@@ -484,8 +511,11 @@ pub fn build_request(
         body.insert(field.into(), Value::from(max_tokens));
     }
     let mut tools_value: Option<Value> = None;
-    if !ctx.tools.is_empty() {
-        tools_value = Some(Value::Array(convert_tools(&ctx.tools, &compat)));
+    if !transcript_tools.request_tools.is_empty() {
+        tools_value = Some(Value::Array(convert_tools(
+            &transcript_tools.request_tools,
+            &compat,
+        )));
     } else if compat.requires_tools_with_tool_history && has_tool_history(&messages_in) {
         tools_value = Some(json!([]));
     }
@@ -785,6 +815,7 @@ mod tests {
     fn simple_ctx() -> LlmContext {
         LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: "SYS".into(),
             messages: vec![LlmMessage::User {
                 content: vec![ContentBlock::text("hi")],
@@ -888,6 +919,7 @@ mod tests {
         };
         let ctx = LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: String::new(),
             messages: vec![
                 LlmMessage::User {

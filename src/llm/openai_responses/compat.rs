@@ -3,6 +3,7 @@
 //! (`getConfigurationUpdateEffort`).
 
 use super::*;
+use crate::llm::transcript::ToolSupport;
 
 /// The `compat` flags this API reads, with pi's defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,7 +56,8 @@ impl Compat {
         }
     }
 
-    /// How tool declarations travel (pi's `getResponsesToolSupport`).
+    /// How tool declarations travel (pi's `getResponsesToolSupport`): in place with
+    /// `additional_tools` items, as synthetic tool searches, or only in the top-level `tools`.
     pub fn tool_support(&self) -> ToolSupport {
         if self.supports_mid_convo_system_messages && self.supports_additional_tools {
             ToolSupport::Changes
@@ -67,18 +69,9 @@ impl Compat {
     }
 }
 
-/// How a Responses model takes tool declarations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum ToolSupport {
-    /// Every system message declares its tools in place, in an `additional_tools` input item;
-    /// the top-level `tools` field stays absent.
-    Changes,
-    /// Later additions could travel as synthetic `tool_search` items. pi-rpc's transcript has
-    /// only the leading system message, which is folded into the top-level `tools`, so this
-    /// behaves as [`ToolSupport::None`].
-    Additions,
-    /// The top-level `tools` field holds the current tools.
-    None,
+/// How `model` takes tool declarations (see [`Compat::tool_support`]).
+pub fn tool_support(model: &Model) -> ToolSupport {
+    Compat::of(model).tool_support()
 }
 
 /// A "Sign in with ChatGPT" token sent straight to OpenAI (not an `sk-` key): some request
@@ -131,11 +124,4 @@ pub(super) const CONFIGURATION_UPDATE_REQUEST_EFFORT: &str = "medium";
 /// A `configuration_update` input item.
 pub(super) fn configuration_update(effort: &str) -> Value {
     json!({"type": "configuration_update", "reasoning": {"effort": effort}})
-}
-
-/// Whether the model takes its tools in an `additional_tools` input item (written by
-/// [`super::request::convert_input`]) rather than the top-level `tools` field (pi's
-/// `resolveTranscriptTools(…, "changes")`: no request tools).
-pub fn declares_tools_in_input(model: &Model) -> bool {
-    Compat::of(model).tool_support() == ToolSupport::Changes
 }

@@ -96,12 +96,16 @@ fn additional_tools_replace_the_top_level_tools() {
     let strict = InputOptions {
         configuration_update_effort: None,
         supports_strict_mode: true,
+        null_strict: false,
     };
     assert_eq!(
         convert_input_with(&plain, &c, &strict)[0]["tools"],
         json!([strict_bash()])
     );
-    assert!(declares_tools_in_input(&plain));
+    assert_eq!(
+        tool_support(&plain),
+        crate::llm::transcript::ToolSupport::Changes
+    );
     let bare = build_body(
         &plain,
         &ctx(vec![user("hi")]),

@@ -38,10 +38,11 @@ mod request;
 use self::compat::*;
 use self::request::*;
 
-pub use self::compat::configuration_update_effort;
+pub use self::compat::{configuration_update_effort, tool_support};
 pub use self::events::ResponsesStream;
 pub use self::request::{
-    build_body, convert_input_with, endpoint, request_headers, short_hash, InputOptions,
+    build_body, convert_input_with, convert_tools_with, endpoint, request_headers, short_hash,
+    InputOptions,
 };
 
 /// pi's `OPENAI_RESPONSES_MIN_OUTPUT_TOKENS`: the API rejects smaller `max_output_tokens`.
@@ -237,6 +238,7 @@ mod tests {
     pub(super) fn ctx(messages: Vec<LlmMessage>) -> LlmContext {
         LlmContext {
             transcript: None,
+            leading_system: None,
             system_prompt: "S.".into(),
             messages,
             tools: Vec::new(),

@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::llm::strict_schema;
+use crate::llm::transcript::{self, ToolSupport};
+use crate::llm::types::SystemMessage;
 
 // ---------------------------------------------------------------------------------------------
 // Ids
@@ -113,7 +115,7 @@ fn normalize_ids(messages: &mut [LlmMessage], model: &Model) {
                     *tool_call_id = n.clone();
                 }
             }
-            LlmMessage::User { .. } => {}
+            LlmMessage::User { .. } | LlmMessage::System(_) => {}
         }
     }
 }
@@ -200,6 +202,7 @@ pub fn convert_input(model: &Model, ctx: &LlmContext) -> Vec<Value> {
     let options = InputOptions {
         configuration_update_effort: None,
         supports_strict_mode: Compat::of(model).supports_strict_mode,
+        null_strict: false,
     };
     convert_input_with(model, ctx, &options)
 }
@@ -213,37 +216,180 @@ pub struct InputOptions<'a> {
     /// preceded by a `configuration_update` item with it, and one with this effort ends the
     /// input.
     pub configuration_update_effort: Option<&'a str>,
-    /// Strict mode for the tools of an `additional_tools` item.
+    /// Strict mode for the tools declared in the input.
     pub supports_strict_mode: bool,
+    /// Tools without a strictness of their own say `strict: null` (Codex) rather than `false`.
+    pub null_strict: bool,
 }
 
-/// [`convert_input`] with explicit options. With `supportsMidConvoSystemMessages` and
-/// `supportsAdditionalTools`, the tools are declared in an `additional_tools` item ahead of the
-/// system prompt (and [`build_body`] sends no top-level `tools`).
+impl InputOptions<'_> {
+    fn tools(&self, tools: &[ToolSpec], defer_loading: bool) -> Vec<Value> {
+        let default_strict = if self.null_strict {
+            Value::Null
+        } else {
+            Value::Bool(false)
+        };
+        convert_tools_with(
+            tools,
+            self.supports_strict_mode,
+            &default_strict,
+            defer_loading,
+        )
+    }
+}
+
+/// pi's `renderIncrementalToolsNotice`: precedes every `additional_tools` item after the first,
+/// restating the tools still unavailable.
+fn incremental_tools_notice(unavailable: &[String]) -> String {
+    let notice = "This is an incremental tools update. Previously declared tools remain available unless explicitly marked unavailable. A tool declared again here is available again, and its latest definition replaces the earlier one.";
+    if unavailable.is_empty() {
+        notice.to_owned()
+    } else {
+        format!("{notice}\nStill unavailable: {}.", unavailable.join(", "))
+    }
+}
+
+/// pi's `renderToolRemovalNotice`.
+fn tool_removal_notice(names: &[&str]) -> String {
+    let list: Vec<String> = names.iter().map(|n| format!("- {n}")).collect();
+    format!(
+        "The following tools are no longer available. Do not call them:\n{}",
+        list.join("\n")
+    )
+}
+
+/// The tool declarations of the system messages said in place (pi's
+/// `appendSystemToolAdditions` and the removal notices of `convertResponsesMessages`).
+struct ToolChanges<'o, 'a> {
+    support: ToolSupport,
+    options: &'o InputOptions<'a>,
+    instruction_role: &'static str,
+    declared_additional: bool,
+    /// Tools announced as removed and not declared again since, in announcement order.
+    unavailable: Vec<String>,
+}
+
+impl ToolChanges<'_, '_> {
+    /// The message's added tools: an `additional_tools` item (after the incremental notice
+    /// from the second on), or a synthetic client tool search that loads them.
+    fn additions(&mut self, input: &mut Vec<Value>, msg: &SystemMessage, seed: &str) {
+        let tools = &msg.tools_added;
+        self.unavailable
+            .retain(|name| !tools.iter().any(|t| &t.name == name));
+        if tools.is_empty() {
+            return;
+        }
+        match self.support {
+            ToolSupport::Changes => {
+                if self.declared_additional {
+                    input.push(json!({"role": self.instruction_role,
+                        "content": incremental_tools_notice(&self.unavailable)}));
+                }
+                self.declared_additional = true;
+                input.push(json!({"type": "additional_tools", "role": "developer",
+                    "tools": self.options.tools(tools, false)}));
+            }
+            ToolSupport::Additions => {
+                let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+                let call_id = format!(
+                    "pi_tool_load_{}",
+                    short_hash(&format!("{seed}:{}", names.join(",")))
+                );
+                input.push(json!({"type": "tool_search_call", "call_id": call_id,
+                    "execution": "client", "status": "completed",
+                    "arguments": {"query": names.join(" "), "limit": names.len()}}));
+                input.push(json!({"type": "tool_search_output", "call_id": call_id,
+                    "execution": "client", "status": "completed",
+                    "tools": self.options.tools(tools, true)}));
+            }
+            ToolSupport::None => {}
+        }
+    }
+
+    /// The system message's text item: `text`, then the notice of its true removals.
+    fn text(&mut self, input: &mut Vec<Value>, text: String, msg: &SystemMessage, anchors: bool) {
+        let mut parts = vec![text];
+        if anchors {
+            let removed = msg.true_removals();
+            if !removed.is_empty() {
+                parts.push(tool_removal_notice(&removed));
+            }
+            for name in removed {
+                if !self.unavailable.iter().any(|n| n == name) {
+                    self.unavailable.push(name.to_owned());
+                }
+            }
+        }
+        parts.retain(|p| !p.is_empty());
+        if !parts.is_empty() {
+            input.push(json!({"role": self.instruction_role, "content": parts.join("\n\n")}));
+        }
+    }
+}
+
+/// [`convert_input`] with explicit options (pi's `convertResponsesMessages`). For a model
+/// that keeps system messages in place, each later one is an instruction item where it
+/// happened; with `supportsAdditionalTools` every system message, the leading one included,
+/// declares its tools in an `additional_tools` item (and [`build_body`] sends no top-level
+/// `tools`).
 pub fn convert_input_with(model: &Model, ctx: &LlmContext, options: &InputOptions) -> Vec<Value> {
     let compat = Compat::of(model);
     let effort = options.configuration_update_effort;
     let mut messages = ctx.messages.clone();
     normalize_ids(&mut messages, model);
-    let mut input = Vec::new();
-    if declares_tools_in_input(model) && !ctx.tools.is_empty() {
-        input.push(json!({
-            "type": "additional_tools",
-            "role": "developer",
-            "tools": convert_tools(&ctx.tools, options.supports_strict_mode),
-        }));
-    }
-    if !ctx.system_prompt.is_empty() {
-        let role = if model.reasoning && compat.supports_developer_role {
+    let support = compat.tool_support();
+    let folded = transcript::resolve_tools(ctx, support).folded;
+    let mut changes = ToolChanges {
+        support,
+        options,
+        instruction_role: if model.reasoning && compat.supports_developer_role {
             "developer"
         } else {
             "system"
+        },
+        declared_additional: false,
+        unavailable: Vec::new(),
+    };
+    let mut input = Vec::new();
+    // The leading system message: the prompt and the first tools (pi's `normalizeContext`
+    // makes one of the prompt and tools when the context has none).
+    let made;
+    let leading = match &ctx.leading_system {
+        Some(leading) => Some(leading),
+        None if !ctx.system_prompt.is_empty() || !ctx.tools.is_empty() => {
+            made = SystemMessage {
+                tools_added: ctx.tools.clone(),
+                ..SystemMessage::default()
+            };
+            Some(&made)
+        }
+        None => None,
+    };
+    let mut system_index = 0usize;
+    if let Some(leading) = leading {
+        // A made leading message counts as folded unless every declaration is in place.
+        let anchors = if ctx.leading_system.is_some() {
+            folded == 0
+        } else {
+            support == ToolSupport::Changes
         };
-        input.push(json!({"role": role, "content": ctx.system_prompt}));
+        if anchors {
+            changes.additions(&mut input, leading, "system:0");
+        }
+        changes.text(&mut input, ctx.system_prompt.clone(), leading, anchors);
+        system_index = 1;
     }
     let mut msg_index = 0usize;
     for msg in &messages {
         match msg {
+            LlmMessage::System(system) => {
+                let anchors = system_index >= folded;
+                system_index += 1;
+                if anchors {
+                    changes.additions(&mut input, system, &format!("system:{msg_index}"));
+                }
+                changes.text(&mut input, system.update_text(), system, anchors);
+            }
             LlmMessage::User { content, .. } => {
                 let parts: Vec<Value> = content
                     .iter()
@@ -369,6 +515,17 @@ pub fn convert_input_with(model: &Model, ctx: &LlmContext, options: &InputOption
 
 /// The `tools` array (pi's `convertResponsesTools` for plain JSON-schema tools).
 pub fn convert_tools(tools: &[ToolSpec], supports_strict_mode: bool) -> Vec<Value> {
+    convert_tools_with(tools, supports_strict_mode, &Value::Bool(false), false)
+}
+
+/// pi's `convertResponsesTools`: `default_strict` for a tool without a strictness of its own
+/// (`false`, or Codex's `null`); `defer_loading` for the tools a synthetic tool search loads.
+pub fn convert_tools_with(
+    tools: &[ToolSpec],
+    supports_strict_mode: bool,
+    default_strict: &Value,
+    defer_loading: bool,
+) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
@@ -381,8 +538,14 @@ pub fn convert_tools(tools: &[ToolSpec], supports_strict_mode: bool) -> Vec<Valu
                 "parameters".into(),
                 strict_schema::parameters(t, strict, None),
             );
+            if defer_loading {
+                o.insert("defer_loading".into(), Value::Bool(true));
+            }
             if supports_strict_mode {
-                o.insert("strict".into(), json!(strict.unwrap_or(false)));
+                o.insert(
+                    "strict".into(),
+                    strict.map_or_else(|| default_strict.clone(), Value::Bool),
+                );
             }
             Value::Object(o)
         })
@@ -402,6 +565,7 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
             let options = InputOptions {
                 configuration_update_effort: Some(effort),
                 supports_strict_mode: compat.supports_strict_mode,
+                null_strict: false,
             };
             convert_input_with(model, ctx, &options)
         }
@@ -441,10 +605,11 @@ pub fn build_body(model: &Model, ctx: &LlmContext, opts: &StreamOptions, max_tok
             json!(max_tokens.max(MIN_OUTPUT_TOKENS)),
         );
     }
-    if !ctx.tools.is_empty() && !declares_tools_in_input(model) {
+    let request_tools = transcript::resolve_tools(ctx, compat.tool_support()).request_tools;
+    if !request_tools.is_empty() {
         body.insert(
             "tools".into(),
-            Value::Array(convert_tools(&ctx.tools, compat.supports_strict_mode)),
+            Value::Array(convert_tools(&request_tools, compat.supports_strict_mode)),
         );
     }
     let level = requested_level(model, opts);

@@ -90,6 +90,37 @@ fn message_value(m: &LlmMessage) -> Value {
             is_error,
         } => json!({"role": "toolResult", "toolCallId": tool_call_id, "toolName": tool_name,
                     "content": blocks(content), "isError": is_error}),
+        LlmMessage::System(s) => {
+            let mut o = Map::new();
+            o.insert("role".into(), Value::from("system"));
+            o.insert("content".into(), Value::from(s.content.as_str()));
+            if !s.sections.is_empty() {
+                let sections: Map<String, Value> = s
+                    .sections
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_deref().map_or(Value::Null, Value::from)))
+                    .collect();
+                o.insert("sections".into(), Value::Object(sections));
+            }
+            if !s.tools_added.is_empty() {
+                let added: Vec<Value> = s
+                    .tools_added
+                    .iter()
+                    .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+                    .collect();
+                o.insert("toolsAdded".into(), Value::Array(added));
+            }
+            if !s.tools_removed.is_empty() {
+                let removed: Vec<Value> = s
+                    .tools_removed
+                    .iter()
+                    .map(|n| json!({ "name": n }))
+                    .collect();
+                o.insert("toolsRemoved".into(), Value::Array(removed));
+            }
+            o.insert("timestamp".into(), Value::from(s.timestamp));
+            Value::Object(o)
+        }
     }
 }
 
