@@ -17,6 +17,7 @@ mod extensions;
 mod faults;
 mod foundation;
 mod llm_anthropic;
+mod llm_anthropic_federation;
 mod llm_azure;
 mod llm_bedrock;
 mod llm_google;

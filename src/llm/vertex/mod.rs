@@ -4,6 +4,7 @@
 //! (`x-goog-api-key` on the global endpoint) or Application Default Credentials (`adc`: a
 //! bearer token on `projects/<project>/locations/<location>`), API version `v1`.
 
+use crate::cancel::CancelToken;
 use crate::llm::drive::{Flow, WireApi};
 use crate::llm::google::{build_body, http_error_message, GoogleStream, NO_FINISH_REASON};
 use crate::llm::http::HttpRequest;
@@ -173,6 +174,7 @@ impl<'a> WireApi<'a> for VertexStream {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        _: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         let home = std::env::var("HOME").ok();
         let auth = resolve_auth(opts, &process_env, home.as_deref(), adc::TOKEN_URL)
