@@ -30,6 +30,7 @@ mod llm_openai_completions;
 mod llm_openai_responses;
 mod llm_pi_messages;
 mod llm_vertex;
+mod llm_vertex_adc;
 mod locks;
 mod mcp;
 mod mcp_http;
