@@ -51,11 +51,13 @@ pub(crate) trait WireApi<'a>: Sized {
     const DISPATCH_TRAILING: bool;
 
     /// The request to send and the state that will read its response. `Err` ends the stream
-    /// before anything is sent.
+    /// before anything is sent. `cancel` interrupts what building it may fetch over the
+    /// network (a credential exchange: Vertex's ADC token, Anthropic's federated token).
     fn request(
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        cancel: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure>;
 
     /// The error message of a non-success status, from the response's content type and body.
@@ -155,7 +157,15 @@ fn exchange<'a, W: WireApi<'a>>(
     if cancel.is_cancelled() {
         return Err(Failure::Aborted);
     }
-    let (request, built) = W::request(model, ctx, opts)?;
+    let (request, built) = match W::request(model, ctx, opts, cancel) {
+        Ok(built) => built,
+        // Aborted while fetching a credential (a token exchange): the request had begun.
+        Err(Failure::Aborted) => {
+            out.mark_sent();
+            return Err(Failure::Aborted);
+        }
+        Err(e) => return Err(e),
+    };
     let state = state.insert(built);
     state.prepare(out);
     let mut request = request;

@@ -114,6 +114,8 @@ pub struct HttpResponse {
     /// The error-type header of an AWS error response (`x-amzn-errortype`), which names the
     /// error that Bedrock's message is prefixed with.
     error_type: Option<String>,
+    /// The `request-id` header (Anthropic's token endpoint names its requests there).
+    request_id: Option<String>,
     body: ureq::BodyReader<'static>,
     agent: Option<Agent>,
     cancel: CancelToken,
@@ -148,6 +150,11 @@ impl HttpResponse {
     /// The `x-amzn-errortype` header (AWS services name their errors there).
     pub fn error_type(&self) -> Option<&str> {
         self.error_type.as_deref()
+    }
+
+    /// The `request-id` header.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
     }
 
     /// Reads the rest of the body as text, at most `limit` bytes of it: reading stops there
@@ -330,11 +337,17 @@ pub(crate) fn send(
                 .get("x-amzn-errortype")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
+            let request_id = resp
+                .headers()
+                .get("request-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             let body = resp.into_body().into_reader();
             Ok(HttpResponse {
                 status,
                 content_type,
                 error_type,
+                request_id,
                 body,
                 agent: Some(agent),
                 cancel: cancel.clone(),

@@ -970,7 +970,7 @@ fn run<'a, W: WireApi<'a>>(
         api_key: Some("test-key".into()),
         ..StreamOptions::default()
     };
-    let (_, mut state) = match W::request(model, ctx, &opts) {
+    let (_, mut state) = match W::request(model, ctx, &opts, &CancelToken::new()) {
         Ok(built) => built,
         Err(e) => panic!("the request was not built: {e:?}"),
     };

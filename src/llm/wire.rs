@@ -70,11 +70,16 @@ pub fn stream_assistant(
 }
 
 /// The provider settings (environment variables) a request to `model` reads at request time
-/// (Azure's endpoint, API version and deployment map, also for azure's Chat Completions model);
+/// (Azure's endpoint, API version and deployment map, also for azure's Chat Completions model;
+/// Anthropic's workload identity federation; Vertex's project, location and credentials file);
 /// the registry resolves them into `StreamOptions::env`.
 pub fn request_settings(model: &Model) -> &'static [&'static str] {
     if model.api == "azure-openai-responses" || model.provider == "azure" {
         azure_responses::SETTINGS
+    } else if model.provider == "anthropic" {
+        super::anthropic::federation::SETTINGS
+    } else if model.api == "google-vertex" {
+        super::vertex::SETTINGS
     } else {
         &[]
     }

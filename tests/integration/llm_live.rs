@@ -1,7 +1,10 @@
 //! Live calls to the real provider APIs, one per wire API. Each runs only when its key is in the
 //! environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`, `RADIUS_API_KEY`,
 //! `PI_LIVE_OPENAI_CODEX_TOKEN`: a ChatGPT login's access token) and otherwise returns at
-//! once, saying on stderr that it was skipped (CI has no keys and no network).
+//! once, saying on stderr that it was skipped (CI has no keys and no network). The other wire
+//! APIs' live tests use the helpers here: `llm_live_mistral_azure` (`live_mistral_conversations`,
+//! `live_azure_openai_responses`) and `llm_live_cloud` (`live_google_vertex`,
+//! `live_bedrock_converse_stream`); README's "Live provider tests" lists every variable.
 //!
 //! Each sends one short prompt through `stream_assistant` with a built-in catalog model and the
 //! credentials the registry resolves (as a request from the agent would), and checks a plain

@@ -37,6 +37,8 @@ pub struct StreamState<'m> {
     pub(super) input_transformations: Option<Vec<Value>>,
     /// The model whose prices apply: a fallback model with its own cost when one answered.
     usage_model: Option<Model>,
+    /// Workload identity federation: its config and the access token the request carries.
+    pub(super) federated: Option<(super::federation::Federation, String)>,
 }
 
 const MESSAGE_EVENTS: &[&str] = &[
@@ -73,6 +75,7 @@ impl<'m> StreamState<'m> {
             target: None,
             input_transformations: None,
             usage_model: None,
+            federated: None,
         }
     }
 

@@ -20,10 +20,12 @@ use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
     StopReason, StreamOptions, ToolSpec,
 };
+use crate::cancel::CancelToken;
 
 mod compat;
 mod effort;
 mod events;
+pub mod federation;
 mod messages;
 mod request;
 mod strict_limits;
@@ -91,7 +93,14 @@ const ABORT_TEXTS: AbortTexts = AbortTexts {
 impl StreamState<'_> {
     /// Turns a built request into the HTTP request, as a thread request when the session
     /// uses message threads.
-    fn send(&mut self, req: BuiltRequest, opts: &StreamOptions) -> Result<HttpRequest, Failure> {
+    fn send(
+        &mut self,
+        mut req: BuiltRequest,
+        opts: &StreamOptions,
+    ) -> Result<HttpRequest, Failure> {
+        if let Some((_, token)) = &self.federated {
+            federation::authorize(&mut req.headers, token);
+        }
         self.oauth = req.oauth;
         self.may_downgrade_strict =
             req.has_preferred_strict_tools && !req.disabled_preferred_strict;
@@ -167,9 +176,15 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        cancel: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
+        let federated = match &req.federation {
+            Some(fed) => Some((fed.clone(), federation::access_token(fed, cancel)?)),
+            None => None,
+        };
         let mut state = StreamState::new(model, req.oauth, &ctx.tools);
+        state.federated = federated;
         state.provider_thinking_level = req.provider_thinking_level.clone();
         state.ctx = Some(ctx);
         let request = state.send(req, opts)?;
@@ -187,6 +202,10 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         message: &str,
         out: &mut StreamedMessage<'_>,
     ) -> Option<Result<HttpRequest, Failure>> {
+        // The SDK's `shouldRetry`: a 401 to a federated request drops the token.
+        if let Some((fed, _)) = self.federated.as_ref().filter(|_| status == 401) {
+            federation::invalidate(fed);
+        }
         if let Some(request) = self.thread_fallback(opts, status, body, message, out) {
             return Some(request);
         }

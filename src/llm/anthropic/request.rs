@@ -22,6 +22,8 @@ pub struct BuiltRequest {
     pub betas: Vec<String>,
     /// The session whose requests use message threads, if they apply.
     pub thread_session: Option<String>,
+    /// No key: the bearer token comes from workload identity federation.
+    pub federation: Option<federation::Federation>,
 }
 
 fn is_oauth_token(key: &str) -> bool {
@@ -174,7 +176,8 @@ pub(super) fn build_request_with(
     let has_auth_header = ["authorization", "x-api-key", "cf-aig-authorization"]
         .iter()
         .any(|h| has_header(&mh, h) || has_header(&opts.headers, h));
-    if api_key.is_none() && !has_auth_header {
+    let federation = federation::of(model, opts, has_auth_header);
+    if api_key.is_none() && !has_auth_header && federation.is_none() {
         return Err(format!("No API key for provider: {}", model.provider));
     }
     let oauth = api_key.is_some_and(is_oauth_token);
@@ -368,6 +371,7 @@ pub(super) fn build_request_with(
         disabled_preferred_strict: disable_preferred_strict,
         betas,
         thread_session,
+        federation,
     })
 }
 

@@ -79,9 +79,13 @@ pub fn required_settings(provider: &str) -> &'static [&'static str] {
 
 /// Ambient cloud credentials: the provider is available without a key (Bedrock's AWS
 /// profile, access keys, container or web-identity credentials; Vertex's Application Default
-/// Credentials file with a project and a location).
+/// Credentials file with a project and a location; Anthropic's workload identity federation,
+/// last in pi's order, whose identity token file is only read at request time).
 pub fn ambient_available(provider: &str, get: &dyn Fn(&str) -> Option<String>) -> bool {
     match provider {
+        "anthropic" => crate::llm::anthropic::federation::REQUIRED
+            .iter()
+            .all(|n| get(n).is_some()),
         "amazon-bedrock" => {
             get("AWS_PROFILE").is_some()
                 || (get("AWS_ACCESS_KEY_ID").is_some() && get("AWS_SECRET_ACCESS_KEY").is_some())
@@ -157,6 +161,13 @@ mod tests {
 
     #[test]
     fn ambient_credentials() {
+        let federation = [
+            ("ANTHROPIC_FEDERATION_RULE_ID", "fdrl_1"),
+            ("ANTHROPIC_ORGANIZATION_ID", "org"),
+            ("ANTHROPIC_IDENTITY_TOKEN_FILE", "/nonexistent/token"),
+        ];
+        assert!(ambient_available("anthropic", &env(&federation)));
+        assert!(!ambient_available("anthropic", &env(&federation[..2])));
         assert!(!ambient_available("amazon-bedrock", &env(&[])));
         assert!(ambient_available(
             "amazon-bedrock",

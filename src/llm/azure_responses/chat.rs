@@ -3,6 +3,7 @@
 //! deployment name as the body's `model` (the message keeps the catalog id).
 
 use super::*;
+use crate::cancel::CancelToken;
 use crate::llm::openai_completions::{self, build_request, StreamState};
 
 /// The Chat Completions stream of an azure model.
@@ -16,6 +17,7 @@ impl<'a> WireApi<'a> for AzureChat<'a> {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        _: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         let resolved = Model {
             base_url: base_url(model, opts).map_err(Failure::Error)?,

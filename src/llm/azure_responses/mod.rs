@@ -21,6 +21,7 @@ use super::request::json_request;
 use super::sse::SseEvent;
 use super::stream::{base_max_tokens, AbortTexts, Failure, StreamedMessage};
 use super::types::{CacheRetention, LlmContext, StreamOptions};
+use crate::cancel::CancelToken;
 
 mod chat;
 mod config;
@@ -89,6 +90,7 @@ impl<'a> WireApi<'a> for AzureStream {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        _: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         if opts.api_key.as_deref().is_none_or(str::is_empty) {
             return Err(Failure::Error(format!(

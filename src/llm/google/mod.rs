@@ -23,6 +23,7 @@ use super::types::{
     AssistantEvent, ContentBlock, LlmContext, LlmMessage, StopReason, StreamOptions, ToolSpec,
     Usage,
 };
+use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
 use crate::js::value::js_truthy;
 use crate::resources::settings::ThinkingBudgets;
@@ -100,6 +101,7 @@ impl<'a> WireApi<'a> for GoogleStream {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        _: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         let has_key_header = opts
             .headers

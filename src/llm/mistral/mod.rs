@@ -20,6 +20,7 @@ use super::types::{
     AssistantEvent, CacheRetention, ContentBlock, LlmContext, LlmMessage, StopReason,
     StreamOptions, ToolSpec, Usage,
 };
+use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
 use crate::js::utf16;
 
@@ -81,6 +82,7 @@ impl<'a> WireApi<'a> for MistralStream {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        _: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         if opts.api_key.as_deref().is_none_or(str::is_empty) {
             return Err(Failure::Error(format!(

@@ -2,7 +2,8 @@
 //! 15 s budget), status and body returned as they are.
 //!
 //! **Test override.** `PI_RPC_OAUTH_ORIGIN=http://127.0.0.1:<port>` sends every OAuth request
-//! (token, key mint, Copilot token and model list, login endpoints) to that origin instead of
+//! (token, key mint, Copilot token and model list, login endpoints, and Google's token endpoint
+//! for Vertex's Application Default Credentials) to that origin instead of
 //! the provider's, keeping the path and query. Only loopback `http` origins are accepted
 //! (`127.0.0.1`, `[::1]`, `localhost`); any other value is ignored, so the variable cannot
 //! send tokens off the machine. Production runs leave it unset and talk to the real hosts.

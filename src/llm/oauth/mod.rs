@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 mod b64;
-mod client;
+pub(crate) mod client;
 mod common;
 pub mod copilot;
 pub mod lock;

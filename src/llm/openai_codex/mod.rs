@@ -39,6 +39,7 @@ use super::stream::{base_max_tokens, AbortTexts, Failure, StreamedMessage};
 use super::thinking::{level_mapping, LevelMapping, ThinkingLevel};
 use super::transcript;
 use super::types::{CacheRetention, LlmContext, StreamOptions, ToolSpec};
+use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
 use crate::js::json::parse::js_json_parse_error;
 use crate::util::now_ms;
@@ -392,6 +393,7 @@ impl<'a> WireApi<'a> for CodexStream {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        _: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         let token = match opts.api_key.as_deref() {
             Some(k) if !k.is_empty() => k,

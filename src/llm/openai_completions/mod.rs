@@ -20,6 +20,7 @@ use super::types::{
     AssistantEvent, CacheRetention, ContentBlock, LlmContext, LlmMessage, StopReason,
     StreamOptions, ToolSpec, Usage,
 };
+use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
 use crate::js::utf16;
 use crate::js::value::js_truthy;
@@ -305,6 +306,7 @@ impl<'a> WireApi<'a> for StreamState<'a> {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        _: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         let req = build_request(model, ctx, opts).map_err(Failure::Error)?;
         let request = json_request(req.url, req.headers, &req.body, opts.idle_timeout)?;

@@ -25,6 +25,7 @@ use super::types::{
     AssistantEvent, AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage,
     StopReason, StreamOptions, ToolSpec, Usage,
 };
+use crate::cancel::CancelToken;
 use crate::js::json::js_stringify;
 use crate::js::utf16;
 use crate::js::value::{js_template, js_truthy};
@@ -143,6 +144,7 @@ impl<'a> WireApi<'a> for ResponsesStream {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        _: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         if opts.api_key.as_deref().is_none_or(str::is_empty) && !has_auth_header(opts) {
             return Err(Failure::Error(format!(

@@ -21,6 +21,7 @@ use super::thinking::ThinkingLevel;
 use super::types::{
     AssistantMessage, CacheRetention, ContentBlock, LlmContext, LlmMessage, StreamOptions, Usage,
 };
+use crate::cancel::CancelToken;
 use crate::util::now_ms;
 
 mod events;
@@ -267,6 +268,7 @@ impl<'a> WireApi<'a> for PiMessagesStream {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        _: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         let key = match opts.api_key.as_deref() {
             Some(k) if !k.is_empty() => k,

@@ -13,12 +13,16 @@ use ring::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
 use serde_json::{json, Value};
 
 use crate::cancel::CancelToken;
-use crate::llm::http::{self, HttpRequest};
+use crate::llm::http::{self, HttpError, HttpRequest};
+use crate::llm::stream::Failure;
 use base64::Engine as _;
 
 /// The scope the genai SDK asks for.
 pub const SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
-/// google-auth-library's token endpoint (gtoken uses it whatever the key file's `token_uri`).
+/// google-auth-library's token endpoint. google-auth-library 10.9 never reads a key file's
+/// `token_uri`: gtoken posts service-account assertions here (and makes it their `aud`), and
+/// `UserRefreshClient` refreshes here too. Tests redirect it with `PI_RPC_OAUTH_ORIGIN` (see
+/// `llm/oauth/client.rs`).
 pub const TOKEN_URL: &str = "https://oauth2.googleapis.com/token";
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /// A cached token is renewed this long before it expires.
@@ -152,28 +156,47 @@ pub fn token_request(creds: &Value, token_url: &str, now: u64) -> Result<HttpReq
 }
 
 /// An access token for the credentials file at `path`, from the cache or the token endpoint.
-pub fn access_token(path: &str, token_url: &str, now: u64) -> Result<AccessToken, String> {
-    if let Some((_, t, _)) = CACHE
+/// The cache lock is not held across the request; `cancel` interrupts it.
+pub fn access_token(
+    path: &str,
+    token_url: &str,
+    now: u64,
+    cancel: &CancelToken,
+) -> Result<AccessToken, Failure> {
+    let cached = CACHE
         .lock()
         .iter()
         .find(|(p, _, exp)| p == path && now + EXPIRY_MARGIN_SECS < *exp)
-    {
-        return Ok(t.clone());
+        .map(|(_, t, _)| t.clone());
+    if let Some(t) = cached {
+        return Ok(t);
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("Could not load the default credentials from {path}: {e}"))?;
-    let creds: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("Could not load the default credentials from {path}: {e}"))?;
-    let request = token_request(&creds, token_url, now)?;
-    let mut response = http::post(request, &CancelToken::new()).map_err(|e| e.to_string())?;
+    let fail = |e: String| Failure::Error(e);
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        fail(format!(
+            "Could not load the default credentials from {path}: {e}"
+        ))
+    })?;
+    let creds: Value = serde_json::from_str(&text).map_err(|e| {
+        fail(format!(
+            "Could not load the default credentials from {path}: {e}"
+        ))
+    })?;
+    let request = token_request(&creds, token_url, now).map_err(fail)?;
+    let mut response = match http::post(request, cancel) {
+        Ok(r) => r,
+        Err(HttpError::Aborted) => return Err(Failure::Aborted),
+        Err(e) => return Err(fail(e.to_string())),
+    };
     let status = response.status();
-    let body = response
-        .read_text(64 * 1024)
-        .map_err(|e| http::describe_read_error(&e))?
-        .text;
+    let body = response.read_text(64 * 1024);
+    if cancel.is_cancelled() {
+        return Err(Failure::Aborted);
+    }
+    let body = body.map_err(|e| fail(http::describe_read_error(&e)))?.text;
     let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     if !(200..300).contains(&status) {
-        return Err(match v.get("error").and_then(Value::as_str) {
+        return Err(fail(match v.get("error").and_then(Value::as_str) {
             Some(e) => format!(
                 "{e}: {}",
                 v.get("error_description")
@@ -181,13 +204,13 @@ pub fn access_token(path: &str, token_url: &str, now: u64) -> Result<AccessToken
                     .unwrap_or("undefined")
             ),
             None => format!("{status}: {body}"),
-        });
+        }));
     }
     let token = v
         .get("access_token")
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty())
-        .ok_or("No access token in the token response")?
+        .ok_or_else(|| fail("No access token in the token response".into()))?
         .to_string();
     let expires_in = v.get("expires_in").and_then(Value::as_u64).unwrap_or(3600);
     let quota_project = creds

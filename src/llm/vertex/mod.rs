@@ -4,6 +4,7 @@
 //! (`x-goog-api-key` on the global endpoint) or Application Default Credentials (`adc`: a
 //! bearer token on `projects/<project>/locations/<location>`), API version `v1`.
 
+use crate::cancel::CancelToken;
 use crate::llm::drive::{Flow, WireApi};
 use crate::llm::google::{build_body, http_error_message, GoogleStream, NO_FINISH_REASON};
 use crate::llm::http::HttpRequest;
@@ -14,6 +15,15 @@ use crate::llm::stream::{base_max_tokens, AbortTexts, Failure, StreamedMessage};
 use crate::llm::types::{LlmContext, StreamOptions};
 
 pub mod adc;
+
+/// The settings the request reads (resolved into `StreamOptions::env`, a stored auth.json
+/// `env` first, by the registry).
+pub const SETTINGS: &[&str] = &[
+    "GOOGLE_CLOUD_PROJECT",
+    "GCLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+];
 
 /// The stream ended without a `finishReason`.
 pub const VERTEX_NO_FINISH_REASON: &str = "Google Vertex stream ended without a finish reason";
@@ -146,15 +156,16 @@ pub fn resolve_auth(
     env: &dyn Fn(&str) -> Option<String>,
     home: Option<&str>,
     token_url: &str,
-) -> Result<VertexAuth, String> {
+    cancel: &CancelToken,
+) -> Result<VertexAuth, Failure> {
     if let Some(key) = api_key(opts) {
         return Ok(VertexAuth::ApiKey(key));
     }
-    let (project, location) = project_and_location(env)?;
-    let path = adc::credentials_path(env, home).ok_or(
-        "Could not load the default credentials. Browse to https://cloud.google.com/docs/authentication/getting-started for more information.",
-    )?;
-    let token = adc::access_token(&path, token_url, now_secs())?;
+    let (project, location) = project_and_location(env).map_err(Failure::Error)?;
+    let path = adc::credentials_path(env, home).ok_or_else(|| Failure::Error(
+        "Could not load the default credentials. Browse to https://cloud.google.com/docs/authentication/getting-started for more information.".into(),
+    ))?;
+    let token = adc::access_token(&path, token_url, now_secs(), cancel)?;
     Ok(VertexAuth::Adc {
         project,
         location,
@@ -173,10 +184,17 @@ impl<'a> WireApi<'a> for VertexStream {
         model: &'a Model,
         ctx: &'a LlmContext,
         opts: &StreamOptions,
+        cancel: &CancelToken,
     ) -> Result<(HttpRequest, Self), Failure> {
         let home = std::env::var("HOME").ok();
-        let auth = resolve_auth(opts, &process_env, home.as_deref(), adc::TOKEN_URL)
-            .map_err(Failure::Error)?;
+        // pi's `getProviderEnvValue`: the provider's stored `env` first, then the process.
+        let env = |n: &str| {
+            opts.env_value(n)
+                .map(str::to_owned)
+                .or_else(|| process_env(n))
+        };
+        let token_url = crate::llm::oauth::client::endpoint(adc::TOKEN_URL, &process_env);
+        let auth = resolve_auth(opts, &env, home.as_deref(), &token_url, cancel)?;
         let max_tokens = base_max_tokens(model, ctx, opts);
         let body = build_body(model, ctx, opts, max_tokens).map_err(Failure::Error)?;
         let request = json_request(

@@ -92,8 +92,15 @@ fn express_keys_and_adc_settings() {
     );
     let e = env(&[("GOOGLE_CLOUD_PROJECT", "p")]);
     assert_eq!(
-        resolve_auth(&StreamOptions::default(), &e, None, adc::TOKEN_URL).unwrap_err(),
-        NO_LOCATION
+        resolve_auth(
+            &StreamOptions::default(),
+            &e,
+            None,
+            adc::TOKEN_URL,
+            &CancelToken::new()
+        )
+        .unwrap_err(),
+        Failure::Error(NO_LOCATION.into())
     );
     let opts = StreamOptions {
         headers: vec![("X-Extra".into(), "1".into())],
@@ -167,7 +174,7 @@ fn authorized_user_tokens_are_refreshed_and_cached() {
         .into_boxed_str(),
     );
     let (url, server) = one_shot(response);
-    let t = adc::access_token(&path, &url, 1_000).unwrap();
+    let t = adc::access_token(&path, &url, 1_000, &CancelToken::new()).unwrap();
     assert_eq!(
         t,
         adc::AccessToken {
@@ -184,11 +191,13 @@ fn authorized_user_tokens_are_refreshed_and_cached() {
         .ends_with("refresh_token=rt&client_id=cid&client_secret=cs&grant_type=refresh_token"));
     // Cached: no second request (the server is gone).
     assert_eq!(
-        adc::access_token(&path, &url, 2_000).unwrap().token,
+        adc::access_token(&path, &url, 2_000, &CancelToken::new())
+            .unwrap()
+            .token,
         "ya29.fresh"
     );
     // Within 5 minutes of expiry it is refreshed (and fails here: nothing listens).
-    assert!(adc::access_token(&path, &url, 1_000 + 3599 - 200).is_err());
+    assert!(adc::access_token(&path, &url, 1_000 + 3599 - 200, &CancelToken::new()).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -203,8 +212,8 @@ fn token_errors_are_worded_as_google_auth_words_them() {
     )
     .unwrap();
     let (url, server) = one_shot("HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 69\r\nconnection: close\r\n\r\n{\"error\":\"invalid_grant\",\"error_description\":\"Bad Request\",\"x\":\"yyy\"}");
-    let err = adc::access_token(&path.to_string_lossy(), &url, 1).unwrap_err();
-    assert_eq!(err, "invalid_grant: Bad Request");
+    let err = adc::access_token(&path.to_string_lossy(), &url, 1, &CancelToken::new()).unwrap_err();
+    assert_eq!(err, Failure::Error("invalid_grant: Bad Request".into()));
     server.join().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
