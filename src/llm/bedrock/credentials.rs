@@ -9,15 +9,17 @@
 //! the environment. The SDK's own sources read the process environment only.
 //!
 //! The SigV4 sources are tried in the order of the SDK's `defaultProvider`
-//! (`@aws-sdk/credential-provider-node`): the environment's access keys, the profile (static
-//! keys, `credential_process`), web identity from the environment, then the remote sources:
+//! (`@aws-sdk/credential-provider-node`): the environment's access keys, the profile
+//! (`assume_role::resolve_profile`: static keys, `role_arn`, web identity,
+//! `credential_process`), web identity from the environment, then the remote sources:
 //! container credentials when `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` / `…_FULL_URI` is set,
 //! else the EC2 instance metadata service unless `AWS_EC2_METADATA_DISABLED` is set (and not
 //! `false`). A source that fails softly lets the chain go on (the SDK's `tryNextLink`); its
 //! detail follows the SDK's final "Could not load credentials from any providers". Temporary
 //! credentials are kept process-wide until shortly before they expire (`cache`). Not done:
-//! `role_arn` profiles and SSO; a profile that needs one of them gets an error naming it.
+//! SSO; a profile that needs it gets an error naming the key.
 
+use super::assume_role;
 use super::cache::{self, Lookup, Resolved};
 use super::profiles::SharedFiles;
 use super::sigv4::AwsCredentials;
@@ -164,7 +166,7 @@ pub fn target_in(model: &Model, env: &AwsEnv<'_>, home: Option<&str>) -> Result<
     Ok(Target { endpoint, region })
 }
 
-/// [`auth_in`] with the process environment alone (tests).
+/// [`auth_in`] with the process environment alone and the current time (tests).
 #[cfg(test)]
 pub fn auth(
     api_key: Option<&str>,
@@ -173,17 +175,19 @@ pub fn auth(
     region: &str,
     cancel: &CancelToken,
 ) -> Result<Auth, String> {
-    auth_in(api_key, &AwsEnv::process(env), home, region, cancel)
+    let now = crate::util::now_ms() / 1000;
+    auth_in(api_key, &AwsEnv::process(env), home, region, now, cancel)
 }
 
 /// Bearer token or SigV4 credentials. `api_key` is the stored / models.json key (pi's
-/// `options.apiKey`); `region` is the request's (STS's endpoint for web identity). `cancel`
-/// ends the requests of the remote sources.
+/// `options.apiKey`); `region` is the request's (STS's default region); `now_secs` dates the
+/// STS signature. `cancel` ends the requests of the remote sources.
 pub fn auth_in(
     api_key: Option<&str>,
     env: &AwsEnv<'_>,
     home: Option<&str>,
     region: &str,
+    now_secs: u64,
     cancel: &CancelToken,
 ) -> Result<Auth, String> {
     let skip = env.provider("AWS_BEDROCK_SKIP_AUTH").as_deref() == Some("1");
@@ -218,12 +222,18 @@ pub fn auth_in(
         .or_else(|| non_empty(process, "AWS_PROFILE"))
         .unwrap_or_else(|| "default".into());
     let files = SharedFiles::load(process, home);
+    let sts_region = files
+        .profile(&profile)
+        .and_then(|p| p.get("region").cloned())
+        .unwrap_or_else(|| region.to_string());
     let chain = Chain {
         env: process,
         files: &files,
         home,
         region,
+        sts_region: &sts_region,
         profile: &profile,
+        now_secs,
         cancel,
     };
     let key = cache_key(&chain);
@@ -252,8 +262,11 @@ pub(crate) struct Chain<'a> {
     pub home: Option<&'a str>,
     /// The request's region.
     pub region: &'a str,
+    /// The region STS is asked in (the profile's `region`, else the request's).
+    pub sts_region: &'a str,
     /// The profile the chain starts from.
     pub profile: &'a str,
+    pub now_secs: u64,
     pub cancel: &'a CancelToken,
 }
 
@@ -281,8 +294,8 @@ const KEYED_VARS: &[&str] = &[
 
 fn cache_key(chain: &Chain<'_>) -> String {
     let mut text = format!(
-        "{}\0{}\0{:?}\0{}",
-        chain.profile, chain.region, chain.home, chain.files.fingerprint
+        "{}\0{}\0{}\0{:?}\0{}",
+        chain.profile, chain.region, chain.sts_region, chain.home, chain.files.fingerprint
     );
     for name in KEYED_VARS {
         text.push('\0');
@@ -304,7 +317,7 @@ fn default_chain(chain: &Chain<'_>) -> Result<Resolved, SourceError> {
         }
         other => Err(other),
     };
-    match from_profile(chain) {
+    match assume_role::resolve_profile(chain, chain.profile, &[], false) {
         Ok(r) => return Ok(r),
         Err(e) => note(e)?,
     }
@@ -323,32 +336,6 @@ fn default_chain(chain: &Chain<'_>) -> Result<Resolved, SourceError> {
         Err(e) => note(e)?,
     }
     Err(SourceError::Failed(detail))
-}
-
-/// The profile's own keys or `credential_process` (the SDK's `fromIni`, without `role_arn`
-/// and SSO profiles, which get an error naming the key).
-fn from_profile(chain: &Chain<'_>) -> Result<Resolved, SourceError> {
-    let data = chain.files.profile(chain.profile).unwrap_or_default();
-    let get = |k: &str| data.get(k).cloned();
-    if let (Some(id), Some(secret)) = (get("aws_access_key_id"), get("aws_secret_access_key")) {
-        return Ok(Resolved::fixed(AwsCredentials {
-            access_key_id: id,
-            secret_access_key: secret,
-            session_token: get("aws_session_token"),
-        }));
-    }
-    if let Some(command) = get("credential_process") {
-        return sources::from_process(chain.profile, &command);
-    }
-    for key in ["role_arn", "sso_session", "sso_start_url"] {
-        if data.contains_key(key) {
-            return Err(SourceError::Fatal(format!(
-                "{NO_CREDENTIALS}: the AWS profile \"{}\" uses {key}, which pi-rpc does not support; export AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (e.g. `aws configure export-credentials`)",
-                chain.profile
-            )));
-        }
-    }
-    Err(SourceError::Failed(String::new()))
 }
 
 /// The SDK's `remoteProvider`: container credentials when their URI is set, else instance

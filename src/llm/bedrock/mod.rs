@@ -1,9 +1,9 @@
 //! Amazon Bedrock's ConverseStream (`bedrock-converse-stream`, providers-catalog.md §4.1), done
 //! by hand where pi uses the AWS SDK: the request body (`request`), SigV4 signing (`sigv4`) or
 //! a bearer token, the region/endpoint/credential resolution (`credentials`, over the SDK's
-//! credential sources: the shared files in `profiles`, STS in `sts`, processes and metadata
-//! endpoints in `sources`, and the process-wide `cache` of temporary credentials), and the
-//! binary
+//! credential sources: the shared files in `profiles`, `role_arn` profiles in `assume_role`,
+//! STS in `sts`, processes and metadata endpoints in `sources`, and the process-wide `cache`
+//! of temporary credentials), and the binary
 //! `application/vnd.amazon.eventstream` body (`eventstream`) fed to the event state machine
 //! (`events`).
 //!
@@ -19,6 +19,7 @@ use super::stream::{AbortTexts, Failure, StreamUpdate, StreamedMessage};
 use super::types::{AssistantMessage, LlmContext, StreamOptions};
 use crate::cancel::CancelToken;
 
+mod assume_role;
 mod cache;
 pub mod credentials;
 mod events;
@@ -188,6 +189,7 @@ pub fn build_request_with(
         &aws_env,
         home,
         &target.region,
+        now,
         cancel,
     )?;
     let (body, has_preferred_strict) =

@@ -1,6 +1,7 @@
 //! AWS STS as the SDK's nested STS client calls it (`@aws-sdk/nested-clients/sts`): the
-//! AWS Query protocol (a form-encoded POST to `/`, an XML answer) and
-//! `AssumeRoleWithWebIdentity` (unsigned).
+//! AWS Query protocol (a form-encoded POST to `/`, an XML answer), `AssumeRole` signed with
+//! SigV4 (service `sts`) using the source credentials, and `AssumeRoleWithWebIdentity`
+//! unsigned.
 //!
 //! The endpoint is `AWS_ENDPOINT_URL_STS`, else `AWS_ENDPOINT_URL` (the SDK's
 //! `getEndpointUrlConfig` for service id `STS`), else the regional
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use super::cache::{parse_expiration, Resolved};
 use super::credentials::Env;
-use super::sigv4::{uri_escape, AwsCredentials};
+use super::sigv4::{self, uri_escape, AwsCredentials};
 use super::sources::SourceError;
 use crate::cancel::CancelToken;
 use crate::llm::http::{self, HttpError, HttpRequest};
@@ -46,6 +47,74 @@ pub fn xml_tag(xml: &str, tag: &str) -> Option<String> {
             .replace("&apos;", "'")
             .replace("&amp;", "&"),
     )
+}
+
+/// The parameters of `AssumeRole` (in the SDK's member order).
+pub struct AssumeRole<'a> {
+    pub role_arn: &'a str,
+    pub session_name: &'a str,
+    pub duration_seconds: &'a str,
+    pub external_id: Option<&'a str>,
+}
+
+/// `AssumeRole` with `source` credentials at `endpoint`, signed for `region`.
+pub fn assume_role(
+    params: &AssumeRole<'_>,
+    source: &AwsCredentials,
+    endpoint: &str,
+    region: &str,
+    now_secs: u64,
+    cancel: &CancelToken,
+) -> Result<Resolved, SourceError> {
+    let mut form = vec![
+        ("Action", "AssumeRole"),
+        ("Version", "2011-06-15"),
+        ("RoleArn", params.role_arn),
+        ("RoleSessionName", params.session_name),
+        ("DurationSeconds", params.duration_seconds),
+    ];
+    if let Some(id) = params.external_id {
+        form.push(("ExternalId", id));
+    }
+    let body = encode(&form);
+    let url = format!("{endpoint}/");
+    let (host, path) = super::host_and_path(&url)
+        .ok_or_else(|| SourceError::Fatal(format!("Invalid URL: {url}")))?;
+    let date = sigv4::amz_date(now_secs);
+    let payload_hash = sigv4::sha256_hex(body.as_bytes());
+    let mut headers = vec![
+        (
+            "content-type".to_string(),
+            "application/x-www-form-urlencoded".to_string(),
+        ),
+        ("x-amz-date".to_string(), date.clone()),
+    ];
+    if let Some(token) = &source.session_token {
+        headers.push(("x-amz-security-token".to_string(), token.clone()));
+    }
+    let mut signed = headers.clone();
+    signed.push(("host".to_string(), host));
+    let sig = sigv4::sign(
+        &sigv4::SigningInput {
+            method: "POST",
+            path: &path,
+            query: "",
+            headers: &signed,
+            payload_hash: &payload_hash,
+            amz_date: &date,
+            region,
+            service: "sts",
+        },
+        source,
+    );
+    headers.push(("authorization".to_string(), sig.authorization));
+    let xml = post(url, headers, body, cancel)?;
+    credentials(&xml).ok_or_else(|| {
+        SourceError::Fatal(format!(
+            "Invalid response from STS.assumeRole call with role {}",
+            params.role_arn
+        ))
+    })
 }
 
 /// `AssumeRoleWithWebIdentity` with the token of `token_file`.

@@ -779,3 +779,6 @@ fn an_abort_ends_a_credentials_request_at_once() {
     assert_eq!(err, "Request was aborted");
     drop(holder);
 }
+
+#[path = "chain_tests.rs"]
+mod chain;
