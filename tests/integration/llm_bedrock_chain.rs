@@ -1,11 +1,12 @@
 //! Bedrock's AWS credential chain through the binary: a `role_arn` profile (STS `AssumeRole`),
-//! the process-wide cache of temporary credentials (reused on the next prompt, fetched again
-//! inside the SDK's 5-minute window), and the abort of a stalled STS request. Each Bedrock request's signature is recomputed from the logged request with
+//! SSO profiles (the cached token, its renewal at SSO-OIDC, `GetRoleCredentials`), the
+//! process-wide cache of temporary credentials (reused on the next prompt, fetched again
+//! inside the SDK's 5-minute window), and aborts of stalled STS and SSO requests. Each Bedrock request's signature is recomputed from the logged request with
 //! the credentials the fake service handed out.
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::llm_bedrock::{
     bedrock_agent, expected_authorization, header, headers, last_assistant, metadata_credentials,
@@ -176,6 +177,143 @@ fn credentials_inside_the_refresh_window_are_fetched_again() {
     agent.close_stdin();
 }
 
+const SSO_CONFIG: &str = "[profile sso-dev]\nsso_session = corp\nsso_account_id = 111122223333\nsso_role_name = BedrockUser\n\n[sso-session corp]\nsso_region = eu-west-1\nsso_start_url = https://corp.awsapps.com/start\n";
+
+fn sso_token_path(home: &TempDir, id: &str) -> std::path::PathBuf {
+    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, id.as_bytes());
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    home.path().join(format!(".aws/sso/cache/{hex}.json"))
+}
+
+fn role_credentials_reply() -> Reply {
+    let expiration = pi_rpc::util::now_ms() + 3_600_000;
+    ok_reply(
+        json!({"roleCredentials": {
+            "accessKeyId": "ASIASSOEXAMPLE",
+            "secretAccessKey": SECRET,
+            "sessionToken": "sso-session-token",
+            "expiration": expiration,
+        }})
+        .to_string()
+        .as_bytes(),
+    )
+}
+
+#[test]
+fn an_sso_profile_signs_with_the_roles_credentials() {
+    let home = aws_home(SSO_CONFIG);
+    std::fs::write(
+        sso_token_path(&home, "corp"),
+        json!({"accessToken": "cached-access-token", "expiresAt": iso_in(3600), "region": "eu-west-1", "startUrl": "https://corp.awsapps.com/start"}).to_string(),
+    )
+    .unwrap();
+    let portal = RawServer::start(vec![role_credentials_reply()]);
+    let server = RawServer::start(two_text_replies());
+    let portal_url = portal.base_url();
+    let (mut agent, _) = bedrock_agent(
+        &server,
+        &[
+            ("HOME", home.path().to_str().unwrap()),
+            ("AWS_PROFILE", "sso-dev"),
+            ("AWS_ENDPOINT_URL_SSO", portal_url.as_str()),
+            ("AWS_REGION", "eu-west-3"),
+        ],
+        no_retry(),
+    );
+    prompt_signed_with(
+        &mut agent,
+        &server,
+        0,
+        "ASIASSOEXAMPLE",
+        "sso-session-token",
+    );
+    prompt_signed_with(
+        &mut agent,
+        &server,
+        1,
+        "ASIASSOEXAMPLE",
+        "sso-session-token",
+    );
+    let asked = portal.requests();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].head.starts_with(
+            "GET /federation/credentials?role_name=BedrockUser&account_id=111122223333 HTTP/1.1\r\n"
+        ),
+        "{}",
+        asked[0].head
+    );
+    assert_eq!(
+        header(&headers(&asked[0].head), "x-amz-sso_bearer_token"),
+        Some("cached-access-token")
+    );
+    agent.close_stdin();
+}
+
+#[test]
+fn an_expiring_sso_token_is_renewed_and_written_back() {
+    let home = aws_home(SSO_CONFIG);
+    let path = sso_token_path(&home, "corp");
+    std::fs::write(
+        &path,
+        json!({"startUrl": "https://corp.awsapps.com/start", "region": "eu-west-1", "accessToken": "old-access-token", "expiresAt": iso_in(60), "clientId": "cid", "clientSecret": "csecret", "refreshToken": "old-refresh"}).to_string(),
+    )
+    .unwrap();
+    // One server for SSO-OIDC and the portal (`AWS_ENDPOINT_URL` covers both).
+    let sso = RawServer::start(vec![
+        ok_reply(
+            json!({"accessToken": "new-access-token", "expiresIn": 28800, "refreshToken": "new-refresh", "tokenType": "Bearer"})
+                .to_string()
+                .as_bytes(),
+        ),
+        role_credentials_reply(),
+    ]);
+    let server = RawServer::start(vec![stream_reply(&text_frames(&["ok"]), vec![])]);
+    let sso_url = sso.base_url();
+    let (mut agent, _) = bedrock_agent(
+        &server,
+        &[
+            ("HOME", home.path().to_str().unwrap()),
+            ("AWS_PROFILE", "sso-dev"),
+            ("AWS_ENDPOINT_URL", sso_url.as_str()),
+            ("AWS_REGION", "eu-west-3"),
+        ],
+        no_retry(),
+    );
+    prompt_signed_with(
+        &mut agent,
+        &server,
+        0,
+        "ASIASSOEXAMPLE",
+        "sso-session-token",
+    );
+    let asked = sso.requests();
+    assert!(
+        asked[0].head.starts_with("POST /token HTTP/1.1\r\n"),
+        "{}",
+        asked[0].head
+    );
+    let sent: Value = serde_json::from_slice(asked[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        sent,
+        json!({"clientId": "cid", "clientSecret": "csecret", "grantType": "refresh_token", "refreshToken": "old-refresh"})
+    );
+    assert_eq!(
+        header(&headers(&asked[1].head), "x-amz-sso_bearer_token"),
+        Some("new-access-token")
+    );
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(written["accessToken"], "new-access-token");
+    assert_eq!(written["refreshToken"], "new-refresh");
+    assert_eq!(written["clientId"], "cid");
+    let expires = pi_rpc::util::ms_from_iso(written["expiresAt"].as_str().unwrap()).unwrap();
+    assert!(
+        expires > pi_rpc::util::now_ms() + 7 * 3_600_000,
+        "{written}"
+    );
+    agent.close_stdin();
+}
+
 /// Starts a prompt whose credential request stalls at `service`, aborts it once the request
 /// arrived, and checks the run ends as aborted at once, with no Bedrock request.
 fn abort_while_stalled(env_var: &str, config: &str) {
@@ -188,6 +326,11 @@ fn abort_while_stalled(env_var: &str, config: &str) {
     .stall_at(0);
     let service = RawServer::start(vec![stalled]);
     let home = aws_home(config);
+    std::fs::write(
+        sso_token_path(&home, "corp"),
+        json!({"accessToken": "t", "expiresAt": iso_in(3600)}).to_string(),
+    )
+    .unwrap();
     let server = RawServer::start(vec![]);
     let url = service.base_url();
     let (mut agent, _) = bedrock_agent(
@@ -225,5 +368,13 @@ fn an_abort_ends_a_stalled_assume_role_request() {
     abort_while_stalled(
         "AWS_ENDPOINT_URL_STS",
         "[profile base]\naws_access_key_id = K\naws_secret_access_key = S\n[profile dev]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = base\n",
+    );
+}
+
+#[test]
+fn an_abort_ends_a_stalled_sso_request() {
+    abort_while_stalled(
+        "AWS_ENDPOINT_URL_SSO",
+        "[profile dev]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = r\n[sso-session corp]\nsso_region = eu-west-1\nsso_start_url = https://x/start\n",
     );
 }

@@ -3,7 +3,7 @@
 //! profile's static keys; a `role_arn` profile (STS `AssumeRole` with the credentials of its
 //! `source_profile`, followed recursively with the SDK's cycle detection, or of its
 //! `credential_source`: `Environment`, `Ec2InstanceMetadata`, `EcsContainer`); static keys;
-//! `web_identity_token_file`; `credential_process`. SSO profiles get an error naming the key.
+//! `web_identity_token_file`; `credential_process`; SSO.
 //!
 //! `role_session_name` defaults to `aws-sdk-js-<ms>`, `duration_seconds` to 3600;
 //! `external_id` is passed on. A profile with `mfa_serial` fails with the SDK's text: the SDK
@@ -12,11 +12,10 @@
 
 use super::cache::Resolved;
 use super::credentials::Chain;
-use super::credentials::NO_CREDENTIALS;
 use super::profiles::Section;
 use super::sigv4::AwsCredentials;
 use super::sources::{self, SourceError};
-use super::sts;
+use super::{sso, sts};
 
 fn has(p: &Section, key: &str) -> bool {
     p.contains_key(key)
@@ -74,12 +73,15 @@ pub(crate) fn resolve_profile(
     if let Some(command) = get("credential_process") {
         return sources::from_process(name, &command);
     }
-    for key in ["sso_session", "sso_start_url"] {
-        if has(&data, key) {
-            return Err(SourceError::Fatal(format!(
-                "{NO_CREDENTIALS}: the AWS profile \"{name}\" uses {key}, which pi-rpc does not support; export AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (e.g. `aws configure export-credentials`)"
-            )));
-        }
+    if sso::is_sso_profile(&data) {
+        return sso::from_sso(
+            name,
+            &data,
+            chain.files,
+            chain.env,
+            chain.home,
+            chain.cancel,
+        );
     }
     if has(&data, "login_session") {
         return Err(SourceError::Failed(format!(

@@ -11,13 +11,12 @@
 //! The SigV4 sources are tried in the order of the SDK's `defaultProvider`
 //! (`@aws-sdk/credential-provider-node`): the environment's access keys, the profile
 //! (`assume_role::resolve_profile`: static keys, `role_arn`, web identity,
-//! `credential_process`), web identity from the environment, then the remote sources:
+//! `credential_process`, SSO), web identity from the environment, then the remote sources:
 //! container credentials when `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` / `…_FULL_URI` is set,
 //! else the EC2 instance metadata service unless `AWS_EC2_METADATA_DISABLED` is set (and not
 //! `false`). A source that fails softly lets the chain go on (the SDK's `tryNextLink`); its
 //! detail follows the SDK's final "Could not load credentials from any providers". Temporary
-//! credentials are kept process-wide until shortly before they expire (`cache`). Not done:
-//! SSO; a profile that needs it gets an error naming the key.
+//! credentials are kept process-wide until shortly before they expire (`cache`).
 
 use super::assume_role;
 use super::cache::{self, Lookup, Resolved};
@@ -521,11 +520,12 @@ mod tests {
             &CancelToken::new(),
         );
         assert!(matches!(d, Ok(Auth::SigV4(c)) if c.access_key_id == "D"));
+        // An SSO profile whose session is not configured ends the chain (no request made).
         let e = env(&[("AWS_PROFILE", "sso")]);
         let err = auth(None, &e, Some(&home), "us-east-1", &CancelToken::new()).unwrap_err();
-        assert!(
-            err.starts_with(NO_CREDENTIALS) && err.contains("sso_session"),
-            "{err}"
+        assert_eq!(
+            err,
+            "Sso session 's' could not be found in shared credentials file."
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -2,8 +2,8 @@
 //! by hand where pi uses the AWS SDK: the request body (`request`), SigV4 signing (`sigv4`) or
 //! a bearer token, the region/endpoint/credential resolution (`credentials`, over the SDK's
 //! credential sources: the shared files in `profiles`, `role_arn` profiles in `assume_role`,
-//! STS in `sts`, processes and metadata endpoints in `sources`, and the process-wide `cache`
-//! of temporary credentials), and the binary
+//! STS in `sts`, SSO in `sso`, processes and metadata endpoints in `sources`, and the
+//! process-wide `cache` of temporary credentials), and the binary
 //! `application/vnd.amazon.eventstream` body (`eventstream`) fed to the event state machine
 //! (`events`).
 //!
@@ -28,6 +28,7 @@ mod profiles;
 mod request;
 pub mod sigv4;
 mod sources;
+mod sso;
 mod sts;
 
 #[cfg(test)]

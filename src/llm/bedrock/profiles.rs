@@ -1,8 +1,10 @@
 //! The shared AWS files (`~/.aws/credentials`, `~/.aws/config`) read as the SDK reads them
-//! (`@smithy/core/config`: `parseIni`, `loadSharedConfigFiles`, `parseKnownFiles`).
+//! (`@smithy/core/config`: `parseIni`, `loadSharedConfigFiles`, `parseKnownFiles`,
+//! `loadSsoSessionData`).
 //!
-//! The config file's `[profile name]` sections (and `[default]`) are profiles; its other
-//! sections are ignored. The credentials file's sections are profiles by their plain name. A key in both files takes the
+//! The config file's `[profile name]` sections (and `[default]`) are profiles; its
+//! `[sso-session name]` sections are SSO sessions; its other sections are ignored. The
+//! credentials file's sections are profiles by their plain name. A key in both files takes the
 //! credentials file's value (`parseKnownFiles`), except for settings the SDK reads with
 //! `loadConfig` (region, the instance metadata endpoint), where the config file wins. Comments
 //! start with `#` or `;` at the line start or after whitespace; a key with an empty value opens
@@ -97,6 +99,8 @@ pub struct SharedFiles {
     pub config: BTreeMap<String, Section>,
     /// Sections of the credentials file.
     pub credentials: BTreeMap<String, Section>,
+    /// `[sso-session x]` sections of the config file.
+    pub sso_sessions: BTreeMap<String, Section>,
     /// A digest of both texts and their paths (the credential cache keys on it).
     pub fingerprint: String,
 }
@@ -135,6 +139,7 @@ impl SharedFiles {
     /// Parses the two texts.
     pub fn parse(config_text: &str, credentials_text: &str) -> SharedFiles {
         let mut config = BTreeMap::new();
+        let mut sso_sessions = BTreeMap::new();
         let parsed = parse_ini(config_text);
         if let Some(d) = parsed.get("default") {
             config.insert("default".to_string(), d.clone());
@@ -142,11 +147,14 @@ impl SharedFiles {
         for (name, section) in parsed {
             if let Some(p) = name.strip_prefix("profile.") {
                 config.insert(p.to_string(), section);
+            } else if let Some(s) = name.strip_prefix("sso-session.") {
+                sso_sessions.insert(s.to_string(), section);
             }
         }
         SharedFiles {
             config,
             credentials: parse_ini(credentials_text),
+            sso_sessions,
             fingerprint: String::new(),
         }
     }
@@ -191,6 +199,12 @@ mod tests {
         assert_eq!(work.get("after").map(String::as_str), Some("x"));
         assert!(!files.config.contains_key("other"));
         assert!(!files.config.contains_key("bad name"));
+        assert_eq!(
+            files.sso_sessions["corp"]
+                .get("sso_region")
+                .map(String::as_str),
+            Some("eu-west-1")
+        );
         let merged = files.profile("work").unwrap();
         assert_eq!(merged.get("role_arn").map(String::as_str), Some("cred"));
         assert_eq!(
