@@ -126,12 +126,25 @@ pub(crate) fn bedrock_agent(
     env: &[(&str, &str)],
     settings: Value,
 ) -> (Agent, String) {
+    bedrock_agent_with(server, env, settings, &[])
+}
+
+/// [`bedrock_agent`] with files in the agent directory (e.g. `auth.json`).
+pub(crate) fn bedrock_agent_with(
+    server: &RawServer,
+    env: &[(&str, &str)],
+    settings: Value,
+    agent_files: &[(&str, &str)],
+) -> (Agent, String) {
     let models = json!({"providers": {"amazon-bedrock": {"baseUrl": server.base_url()}}});
     let mut b = Agent::builder()
         .no_default_args()
         .args(["--no-session"])
         .models(Some(models))
         .settings(settings);
+    for (rel, content) in agent_files {
+        b = b.agent_file(rel, content);
+    }
     for (k, v) in env {
         b = b.env(k, v);
     }

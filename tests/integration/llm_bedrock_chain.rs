@@ -1,7 +1,8 @@
 //! Bedrock's AWS credential chain through the binary: a `role_arn` profile (STS `AssumeRole`),
 //! SSO profiles (the cached token, its renewal at SSO-OIDC, `GetRoleCredentials`), the
 //! process-wide cache of temporary credentials (reused on the next prompt, fetched again
-//! inside the SDK's 5-minute window), and aborts of stalled STS and SSO requests. Each Bedrock request's signature is recomputed from the logged request with
+//! inside the SDK's 5-minute window), a stored `auth.json` `env`, and aborts of stalled STS and
+//! SSO requests. Each Bedrock request's signature is recomputed from the logged request with
 //! the credentials the fake service handed out.
 
 use std::time::{Duration, Instant};
@@ -9,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::llm_bedrock::{
-    bedrock_agent, expected_authorization, header, headers, last_assistant, metadata_credentials,
-    no_retry, ok_reply, stream_reply, text_frames, SECRET,
+    bedrock_agent, bedrock_agent_with, expected_authorization, header, headers, last_assistant,
+    metadata_credentials, no_retry, ok_reply, stream_reply, text_frames, SECRET,
 };
 use crate::support::raw_server::{Framing, RawServer, Reply};
 use crate::support::run::{run_prompt, LONG};
@@ -311,6 +312,32 @@ fn an_expiring_sso_token_is_renewed_and_written_back() {
         expires > pi_rpc::util::now_ms() + 7 * 3_600_000,
         "{written}"
     );
+    agent.close_stdin();
+}
+
+#[test]
+fn a_stored_aws_profile_wins_over_the_environments_keys() {
+    let home = aws_home("[profile stored]\naws_access_key_id = AKIDEXAMPLE\n");
+    std::fs::write(
+        home.path().join(".aws/credentials"),
+        format!("[stored]\naws_secret_access_key = {SECRET}\naws_session_token = stored-token\n"),
+    )
+    .unwrap();
+    let auth = json!({"amazon-bedrock": {"type": "api_key", "env": {"AWS_PROFILE": "stored", "AWS_REGION": "eu-west-3"}}}).to_string();
+    let server = RawServer::start(vec![stream_reply(&text_frames(&["ok"]), vec![])]);
+    let (mut agent, _) = bedrock_agent_with(
+        &server,
+        &[
+            ("HOME", home.path().to_str().unwrap()),
+            ("AWS_ACCESS_KEY_ID", "AKIDENVIRONMENT"),
+            ("AWS_SECRET_ACCESS_KEY", "environment-secret"),
+            ("AWS_REGION", "us-east-2"),
+        ],
+        no_retry(),
+        &[("auth.json", auth.as_str())],
+    );
+    // The stored region wins too: the signature's scope is eu-west-3.
+    prompt_signed_with(&mut agent, &server, 0, "AKIDEXAMPLE", "stored-token");
     agent.close_stdin();
 }
 

@@ -195,7 +195,9 @@ fn duration_seconds(value: Option<&str>) -> String {
 fn from_credential_source(chain: &Chain<'_>, source: &str) -> Result<Resolved, SourceError> {
     match source {
         "EcsContainer" => sources::from_container(chain.env, chain.cancel),
-        "Ec2InstanceMetadata" => sources::from_instance_metadata(chain.env, chain.cancel),
+        "Ec2InstanceMetadata" => {
+            sources::from_instance_metadata(chain.env, chain.setting, chain.cancel)
+        }
         _ => {
             let var = |n: &str| (chain.env)(n).filter(|v| !v.is_empty());
             match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {

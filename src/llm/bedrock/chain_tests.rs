@@ -1,5 +1,6 @@
 //! The SDK credential chain's profile sources against scripted servers: `role_arn` profiles
-//! (source profiles, credential sources, cycles, MFA) and the process-wide cache.
+//! (source profiles, credential sources, cycles, MFA), the process-wide cache, the container
+//! endpoint's retries and the instance metadata keys of the config file.
 
 use super::{env, http_reply, serve};
 use crate::cancel::CancelToken;
@@ -143,6 +144,7 @@ fn credential_source_environment_feeds_assume_role() {
     // Called as `fromIni` is: pi itself would sign with the environment's keys directly.
     let chain_env = env(&vars);
     let files = super::super::profiles::SharedFiles::load(&chain_env, Some(&home));
+    let none = |_: &str| None;
     let chain = credentials::Chain {
         env: &chain_env,
         files: &files,
@@ -150,6 +152,7 @@ fn credential_source_environment_feeds_assume_role() {
         region: "us-east-1",
         sts_region: "us-east-1",
         profile: "ci",
+        setting: &none,
         now_secs: 1_440_938_160,
         cancel: &CancelToken::new(),
     };
@@ -164,5 +167,72 @@ fn credential_source_environment_feeds_assume_role() {
     assert!(head_value(&seen[0], "authorization")
         .unwrap()
         .starts_with("AWS4-HMAC-SHA256 Credential=AKIDENV/20150830/us-east-1/sts/aws4_request"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_container_endpoint_is_tried_four_times_a_second_apart() {
+    let failed = || http_reply("500 Internal Server Error", &[], b"busy");
+    let creds = br#"{"AccessKeyId":"ASIAC","SecretAccessKey":"s","Token":"t","Expiration":"2099-01-01T00:00:00Z"}"#;
+    let (url, server) = serve(vec![
+        failed(),
+        failed(),
+        failed(),
+        http_reply("200 OK", &[("content-type", "application/json")], creds),
+    ]);
+    let full = format!("{url}/retry-creds");
+    let vars = [("AWS_CONTAINER_CREDENTIALS_FULL_URI", full.as_str())];
+    let auth = credentials::auth(None, &env(&vars), None, "us-east-1", &CancelToken::new());
+    assert!(
+        matches!(&auth, Ok(Auth::SigV4(c)) if c.access_key_id == "ASIAC"),
+        "{auth:?}"
+    );
+    assert_eq!(server.join().unwrap().len(), 4);
+}
+
+#[test]
+fn the_config_file_names_the_instance_metadata_endpoint() {
+    let (url, server) = serve(vec![
+        http_reply("200 OK", &[], b"tok"),
+        http_reply("200 OK", &[], b"role"),
+        http_reply(
+            "200 OK",
+            &[],
+            br#"{"AccessKeyId":"ASIAIMDS","SecretAccessKey":"s","Token":"t","Expiration":"2099-01-01T00:00:00Z"}"#,
+        ),
+    ]);
+    let (dir, home) = home_with(
+        &format!("[default]\nec2_metadata_service_endpoint = {url}\nec2_metadata_service_endpoint_mode = IPv6\n"),
+        "",
+    );
+    let auth = credentials::auth(
+        None,
+        &env(&[]),
+        Some(&home),
+        "us-east-1",
+        &CancelToken::new(),
+    );
+    assert!(
+        matches!(&auth, Ok(Auth::SigV4(c)) if c.access_key_id == "ASIAIMDS"),
+        "{auth:?}"
+    );
+    assert_eq!(server.join().unwrap().len(), 3);
+    // A bad mode in the file is the SDK's error.
+    std::fs::write(
+        dir.join(".aws/config"),
+        "[default]\nec2_metadata_service_endpoint_mode = IPv5\n",
+    )
+    .unwrap();
+    let auth = credentials::auth(
+        None,
+        &env(&[]),
+        Some(&home),
+        "us-east-1",
+        &CancelToken::new(),
+    );
+    assert_eq!(
+        auth,
+        Err("Unsupported endpoint mode: IPv5. Select from IPv4,IPv6".into())
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

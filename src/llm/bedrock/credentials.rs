@@ -221,6 +221,9 @@ pub fn auth_in(
         .or_else(|| non_empty(process, "AWS_PROFILE"))
         .unwrap_or_else(|| "default".into());
     let files = SharedFiles::load(process, home);
+    // Settings the SDK's `loadConfig` reads use the ambient profile.
+    let settings_profile = non_empty(process, "AWS_PROFILE").unwrap_or_else(|| "default".into());
+    let setting = |key: &str| files.setting(&settings_profile, key);
     let sts_region = files
         .profile(&profile)
         .and_then(|p| p.get("region").cloned())
@@ -232,6 +235,7 @@ pub fn auth_in(
         region,
         sts_region: &sts_region,
         profile: &profile,
+        setting: &setting,
         now_secs,
         cancel,
     };
@@ -265,6 +269,8 @@ pub(crate) struct Chain<'a> {
     pub sts_region: &'a str,
     /// The profile the chain starts from.
     pub profile: &'a str,
+    /// A setting of the ambient profile (instance metadata endpoint keys).
+    pub setting: Env<'a>,
     pub now_secs: u64,
     pub cancel: &'a CancelToken,
 }
@@ -355,7 +361,7 @@ fn remote(chain: &Chain<'_>) -> Result<Resolved, SourceError> {
         return Err(SourceError::Failed(String::new()));
     }
     // Off EC2 this is the common end of the chain: pi's error is the SDK's text alone.
-    sources::from_instance_metadata(env, chain.cancel).map_err(|e| match e {
+    sources::from_instance_metadata(env, chain.setting, chain.cancel).map_err(|e| match e {
         SourceError::Failed(_) => SourceError::Failed(String::new()),
         other => other,
     })

@@ -5,8 +5,8 @@
 //! request is refused). STS and SSO are in `sts` and `sso`.
 //!
 //! Every request honours the stream's cancel token. The remote endpoints get the SDK's short
-//! timeouts (1 s, and one retry for the container endpoint) so a machine without them fails
-//! fast.
+//! timeouts (1 s each; the container endpoint is tried 4 times, 1 s apart, as `fromHttp`
+//! does) so a machine without them fails fast.
 
 use std::time::Duration;
 
@@ -108,6 +108,21 @@ impl SourceError {
     }
 }
 
+/// Waits `d` unless the stream is aborted first (then `false`).
+pub(crate) fn sleep_unless_cancelled(d: Duration, cancel: &CancelToken) -> bool {
+    let end = std::time::Instant::now() + d;
+    loop {
+        if cancel.is_cancelled() {
+            return false;
+        }
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(20)));
+    }
+}
+
 /// One request to a metadata endpoint: its status and body (at most 64 KiB).
 fn metadata_request(
     method: Method,
@@ -189,10 +204,76 @@ pub(crate) fn container_url_allowed(url: &str) -> bool {
     }
 }
 
-/// Container credentials: GET `http://169.254.170.2<AWS_CONTAINER_CREDENTIALS_RELATIVE_URI>`
-/// (preferred) or `AWS_CONTAINER_CREDENTIALS_FULL_URI`, with the `Authorization` of
-/// `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE` (preferred) or `AWS_CONTAINER_AUTHORIZATION_TOKEN`.
+/// Container credentials as the SDK's `remoteProvider` gets them: `fromHttp` — GET
+/// `http://169.254.170.2<AWS_CONTAINER_CREDENTIALS_RELATIVE_URI>` (preferred) or
+/// `AWS_CONTAINER_CREDENTIALS_FULL_URI`, with the `Authorization` of
+/// `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE` (preferred) or `AWS_CONTAINER_AUTHORIZATION_TOKEN`,
+/// tried 4 times 1 s apart (its `retryWrapper` with `maxRetries` 3) — then, when that failed,
+/// `fromContainerMetadata`: one more GET, allowed only for the relative URI or a full URI on
+/// `localhost` / `127.0.0.1`, whose refusal ends the chain.
 pub(crate) fn from_container(env: Env<'_>, cancel: &CancelToken) -> Result<Resolved, SourceError> {
+    let last = match from_http(env, cancel) {
+        Ok(r) => return Ok(r),
+        Err(SourceError::Failed(detail)) => detail,
+        Err(other) => return Err(other),
+    };
+    let url = container_metadata_url(env)?;
+    let headers = non_empty(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN")
+        .map(|t| vec![("authorization".to_string(), t)])
+        .unwrap_or_default();
+    match metadata_request(Method::Get, &url, headers, cancel) {
+        Ok((status, body)) if (200..300).contains(&status) => parse_metadata_credentials(&body)
+            .ok_or_else(|| {
+                SourceError::Failed(
+                    "Invalid response received from instance metadata service.".into(),
+                )
+            }),
+        Ok(_) | Err(SourceError::Failed(_)) => Err(SourceError::Failed(last)),
+        Err(other) => Err(other),
+    }
+}
+
+/// The URL `fromContainerMetadata` asks (its `getCmdsUri`, with its texts).
+fn container_metadata_url(env: Env<'_>) -> Result<String, SourceError> {
+    if let Some(relative) = non_empty(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
+        return Ok(format!("{ECS_HOST}{relative}"));
+    }
+    let full = non_empty(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI").unwrap_or_default();
+    let Some((scheme, rest)) = full.split_once("://") else {
+        return Err(SourceError::Fatal(format!(
+            "{full} is not a valid container metadata service URL"
+        )));
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if authority.starts_with('[') {
+        authority
+            .find(']')
+            .map_or(authority, |end| &authority[..=end])
+    } else {
+        authority.split(':').next().unwrap_or("")
+    }
+    .to_ascii_lowercase();
+    if host != "localhost" && host != "127.0.0.1" {
+        return Err(SourceError::Fatal(format!(
+            "{host} is not a valid container metadata service hostname"
+        )));
+    }
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(SourceError::Fatal(format!(
+            "{scheme}: is not a valid container metadata service protocol"
+        )));
+    }
+    Ok(full)
+}
+
+/// The delay between `fromHttp`'s attempts, and their number.
+const CONTAINER_RETRY_DELAY: Duration = Duration::from_secs(1);
+const CONTAINER_ATTEMPTS: usize = 4;
+
+/// The SDK's `fromHttp`.
+fn from_http(env: Env<'_>, cancel: &CancelToken) -> Result<Resolved, SourceError> {
     let url = if let Some(relative) = non_empty(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
         format!("{ECS_HOST}{relative}")
     } else if let Some(full) = non_empty(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI") {
@@ -240,7 +321,10 @@ pub(crate) fn from_container(env: Env<'_>, cancel: &CancelToken) -> Result<Resol
         }
     };
     let mut last = String::new();
-    for _ in 0..2 {
+    for i in 0..CONTAINER_ATTEMPTS {
+        if i > 0 && !sleep_unless_cancelled(CONTAINER_RETRY_DELAY, cancel) {
+            return Err(SourceError::Aborted);
+        }
         match attempt() {
             Err(SourceError::Failed(detail)) => last = detail,
             other => return other,
@@ -249,13 +333,19 @@ pub(crate) fn from_container(env: Env<'_>, cancel: &CancelToken) -> Result<Resol
     Err(SourceError::Failed(last))
 }
 
-/// The instance metadata endpoint: `AWS_EC2_METADATA_SERVICE_ENDPOINT`, else the address of
-/// `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE` (`IPv4`, the default, or `IPv6`).
-fn imds_endpoint(env: Env<'_>) -> Result<String, SourceError> {
-    if let Some(endpoint) = non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT") {
+/// The instance metadata endpoint: `AWS_EC2_METADATA_SERVICE_ENDPOINT` (or the profile's
+/// `ec2_metadata_service_endpoint`), else the address of
+/// `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE` (or `ec2_metadata_service_endpoint_mode`): `IPv4`,
+/// the default, or `IPv6`. `setting` reads the profile's keys (the SDK's `loadConfig`).
+fn imds_endpoint(env: Env<'_>, setting: Env<'_>) -> Result<String, SourceError> {
+    let endpoint = non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT")
+        .or_else(|| setting("ec2_metadata_service_endpoint").filter(|v| !v.is_empty()));
+    if let Some(endpoint) = endpoint {
         return Ok(endpoint.trim_end_matches('/').to_string());
     }
-    match non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE").as_deref() {
+    let mode = non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE")
+        .or_else(|| setting("ec2_metadata_service_endpoint_mode").filter(|v| !v.is_empty()));
+    match mode.as_deref() {
         None | Some("IPv4") => Ok(IMDS_IPV4.into()),
         Some("IPv6") => Ok(IMDS_IPV6.into()),
         Some(other) => Err(SourceError::Fatal(format!(
@@ -268,9 +358,10 @@ fn imds_endpoint(env: Env<'_>) -> Result<String, SourceError> {
 /// A refused or timed-out token request falls back to IMDSv1 (no token), as the SDK does.
 pub(crate) fn from_instance_metadata(
     env: Env<'_>,
+    setting: Env<'_>,
     cancel: &CancelToken,
 ) -> Result<Resolved, SourceError> {
-    let endpoint = imds_endpoint(env)?;
+    let endpoint = imds_endpoint(env, setting)?;
     let token_url = format!("{endpoint}{IMDS_TOKEN_PATH}");
     let ttl = vec![(
         "x-aws-ec2-metadata-token-ttl-seconds".to_string(),
@@ -416,26 +507,28 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             }
         };
+        let none = |_: &str| None;
+        let imds_endpoint_of = |env: Env<'_>| imds_endpoint(env, &none);
         let ok = |r: Result<String, SourceError>| match r {
             Ok(s) => s,
             Err(e) => e.into_text(),
         };
-        assert_eq!(ok(imds_endpoint(&e(&[]))), IMDS_IPV4);
+        assert_eq!(ok(imds_endpoint_of(&e(&[]))), IMDS_IPV4);
         assert_eq!(
-            ok(imds_endpoint(&e(&[(
+            ok(imds_endpoint_of(&e(&[(
                 "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
                 "IPv6"
             )]))),
             IMDS_IPV6
         );
         assert_eq!(
-            ok(imds_endpoint(&e(&[(
+            ok(imds_endpoint_of(&e(&[(
                 "AWS_EC2_METADATA_SERVICE_ENDPOINT",
                 "http://127.0.0.1:9/"
             )]))),
             "http://127.0.0.1:9"
         );
-        assert!(ok(imds_endpoint(&e(&[(
+        assert!(ok(imds_endpoint_of(&e(&[(
             "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
             "x"
         )])))
@@ -454,7 +547,7 @@ mod tests {
             Err(SourceError::Aborted)
         ));
         assert!(matches!(
-            from_instance_metadata(&e, &cancel),
+            from_instance_metadata(&e, &|_: &str| None, &cancel),
             Err(SourceError::Aborted)
         ));
     }
