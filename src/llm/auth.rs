@@ -597,6 +597,16 @@ impl AuthStore {
         }
     }
 
+    /// The string values of the provider's stored `env`, in file order (pi passes them to the
+    /// wire API as `options.env`; Bedrock reads its settings and profile there first).
+    pub fn stored_env_pairs(&self, provider: &str) -> Vec<(String, String)> {
+        self.stored_env(provider)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+            .collect()
+    }
+
     /// Whether the settings the provider needs besides its key (Cloudflare's account and
     /// gateway ids) are all set, in the stored credential's `env` or the environment.
     pub fn settings_present(&self, provider: &str) -> bool {

@@ -85,6 +85,13 @@ pub fn request_settings(model: &Model) -> &'static [&'static str] {
     }
 }
 
+/// Whether the wire API reads the whole stored `env` of the provider's auth.json entry as
+/// pi's `options.env` (Bedrock: region, profile, access keys, its own switches), looked up
+/// before the process environment.
+pub fn takes_stored_env(model: &Model) -> bool {
+    model.api == "bedrock-converse-stream"
+}
+
 /// What replaces a credential in an error text.
 pub const REDACTED: &str = "[redacted]";
 

@@ -76,7 +76,7 @@ fn exception(kind: &str, message: &str) -> Vec<u8> {
     )
 }
 
-fn text_frames(text: &[&str]) -> Vec<u8> {
+pub(crate) fn text_frames(text: &[&str]) -> Vec<u8> {
     let mut b = event("messageStart", json!({"role": "assistant"}));
     for t in text {
         b.extend(event(
@@ -94,7 +94,7 @@ fn text_frames(text: &[&str]) -> Vec<u8> {
 }
 
 /// A 200 event-stream reply, chunked at `cuts` (mid-frame cuts included).
-fn stream_reply(body: &[u8], cuts: Vec<usize>) -> Reply {
+pub(crate) fn stream_reply(body: &[u8], cuts: Vec<usize>) -> Reply {
     Reply::http(
         200,
         &[("Content-Type", "application/vnd.amazon.eventstream")],
@@ -117,17 +117,34 @@ fn error_reply(status: u16, error_type: &str, message: &str) -> Reply {
 
 // ------------------------------------------------------------------------------ the agent
 
-const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+pub(crate) const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 
 /// An agent with the built-in amazon-bedrock provider rerouted to `server`, the first Claude
 /// Sonnet 4.5 model selected; `env` makes the provider available.
-fn bedrock_agent(server: &RawServer, env: &[(&str, &str)], settings: Value) -> (Agent, String) {
+pub(crate) fn bedrock_agent(
+    server: &RawServer,
+    env: &[(&str, &str)],
+    settings: Value,
+) -> (Agent, String) {
+    bedrock_agent_with(server, env, settings, &[])
+}
+
+/// [`bedrock_agent`] with files in the agent directory (e.g. `auth.json`).
+pub(crate) fn bedrock_agent_with(
+    server: &RawServer,
+    env: &[(&str, &str)],
+    settings: Value,
+    agent_files: &[(&str, &str)],
+) -> (Agent, String) {
     let models = json!({"providers": {"amazon-bedrock": {"baseUrl": server.base_url()}}});
     let mut b = Agent::builder()
         .no_default_args()
         .args(["--no-session"])
         .models(Some(models))
         .settings(settings);
+    for (rel, content) in agent_files {
+        b = b.agent_file(rel, content);
+    }
     for (k, v) in env {
         b = b.env(k, v);
     }
@@ -150,7 +167,7 @@ fn bedrock_agent(server: &RawServer, env: &[(&str, &str)], settings: Value) -> (
     (agent, id)
 }
 
-fn no_retry() -> Value {
+pub(crate) fn no_retry() -> Value {
     json!({"retry": {"enabled": false}})
 }
 
@@ -162,7 +179,7 @@ fn sigv4_env() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-fn last_assistant(records: &[Value]) -> Value {
+pub(crate) fn last_assistant(records: &[Value]) -> Value {
     records
         .iter()
         .rev()
@@ -171,7 +188,7 @@ fn last_assistant(records: &[Value]) -> Value {
         .expect("an assistant message")
 }
 
-fn headers(head: &str) -> Vec<(String, String)> {
+pub(crate) fn headers(head: &str) -> Vec<(String, String)> {
     head.lines()
         .skip(1)
         .filter_map(|l| l.split_once(':'))
@@ -179,7 +196,7 @@ fn headers(head: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn header<'a>(h: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(crate) fn header<'a>(h: &'a [(String, String)], name: &str) -> Option<&'a str> {
     h.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
@@ -198,7 +215,7 @@ fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
 }
 
 /// Recomputes the SigV4 signature of a logged request from its head and body.
-fn expected_authorization(head: &str, body: &[u8], region: &str) -> String {
+pub(crate) fn expected_authorization(head: &str, body: &[u8], region: &str) -> String {
     let h = headers(head);
     let auth = header(&h, "authorization").unwrap();
     let signed = auth
@@ -565,7 +582,7 @@ fn the_request_and_a_404_match_pi() {
 
 /// The JSON of the container endpoint and of IMDS: role credentials whose secret is
 /// [`SECRET`], so the signature can be recomputed.
-fn metadata_credentials() -> Vec<u8> {
+pub(crate) fn metadata_credentials() -> Vec<u8> {
     json!({
         "Code": "Success",
         "AccessKeyId": "ASIAREMOTEEXAMPLE",
@@ -577,7 +594,7 @@ fn metadata_credentials() -> Vec<u8> {
     .into_bytes()
 }
 
-fn ok_reply(body: &[u8]) -> Reply {
+pub(crate) fn ok_reply(body: &[u8]) -> Reply {
     Reply::http(
         200,
         &[("Content-Type", "application/json")],

@@ -3,7 +3,8 @@
 //! saying on stderr that it was skipped:
 //!
 //! - Bedrock: `AWS_BEARER_TOKEN_BEDROCK`, `AWS_ACCESS_KEY_ID`+`AWS_SECRET_ACCESS_KEY`, or
-//!   `AWS_PROFILE` (a profile with static keys); model `PI_LIVE_AMAZON-BEDROCK_MODEL` or Claude
+//!   `AWS_PROFILE` (any profile the chain resolves: static keys, `role_arn`, SSO,
+//!   `credential_process`); model `PI_LIVE_AMAZON-BEDROCK_MODEL` or Claude
 //!   Haiku 4.5 (`us.` inference profile); region from `AWS_REGION` as pi resolves it.
 //! - Vertex: `GOOGLE_CLOUD_API_KEY` (express mode), or `GOOGLE_CLOUD_PROJECT` and
 //!   `GOOGLE_CLOUD_LOCATION` with Application Default Credentials; model
@@ -39,6 +40,7 @@ fn ask(provider: &str, default_id: &str) {
     let opts = StreamOptions {
         api_key: auth.api_key,
         headers: auth.headers,
+        env: auth.env,
         thinking_level: ThinkingLevel::Off,
         max_tokens: Some(256),
         idle_timeout: Duration::from_secs(60),

@@ -20,6 +20,7 @@ mod llm_anthropic;
 mod llm_anthropic_federation;
 mod llm_azure;
 mod llm_bedrock;
+mod llm_bedrock_chain;
 mod llm_google;
 mod llm_live;
 mod llm_live_cloud;

@@ -1,6 +1,9 @@
 //! Amazon Bedrock's ConverseStream (`bedrock-converse-stream`, providers-catalog.md §4.1), done
 //! by hand where pi uses the AWS SDK: the request body (`request`), SigV4 signing (`sigv4`) or
-//! a bearer token, the region/endpoint/credential resolution (`credentials`), and the binary
+//! a bearer token, the region/endpoint/credential resolution (`credentials`, over the SDK's
+//! credential sources: the shared files in `profiles`, `role_arn` profiles in `assume_role`,
+//! STS in `sts`, SSO in `sso`, processes and metadata endpoints in `sources`, and the
+//! process-wide `cache` of temporary credentials), and the binary
 //! `application/vnd.amazon.eventstream` body (`eventstream`) fed to the event state machine
 //! (`events`).
 //!
@@ -16,19 +19,24 @@ use super::stream::{AbortTexts, Failure, StreamUpdate, StreamedMessage};
 use super::types::{AssistantMessage, LlmContext, StreamOptions};
 use crate::cancel::CancelToken;
 
+mod assume_role;
+mod cache;
 pub mod credentials;
 mod events;
 pub mod eventstream;
+mod profiles;
 mod request;
 pub mod sigv4;
 mod sources;
+mod sso;
+mod sts;
 
 #[cfg(test)]
 pub use self::events::http_error_message;
 pub use self::events::{format_error, http_error_parts, BedrockStream};
 pub use self::request::build_body_with;
 
-use self::credentials::{Auth, Env};
+use self::credentials::{Auth, AwsEnv, Env};
 use self::eventstream::{FrameError, FrameReader};
 
 /// The service name in the signing scope (not `bedrock-runtime`).
@@ -170,10 +178,23 @@ pub fn build_request_with(
     disable_preferred_strict: bool,
     cancel: &CancelToken,
 ) -> Result<(HttpRequest, bool), String> {
-    let target = credentials::target(model, env, home)?;
-    let auth = credentials::auth(opts.api_key.as_deref(), env, home, &target.region, cancel)?;
+    // pi's `options.env`: the stored `env` of the provider's auth.json entry.
+    let aws_env = AwsEnv {
+        stored: &opts.env,
+        process: env,
+    };
+    let provider_env = |name: &str| aws_env.provider(name);
+    let target = credentials::target_in(model, &aws_env, home)?;
+    let auth = credentials::auth_in(
+        opts.api_key.as_deref(),
+        &aws_env,
+        home,
+        &target.region,
+        now,
+        cancel,
+    )?;
     let (body, has_preferred_strict) =
-        build_body_with(model, ctx, opts, env, disable_preferred_strict)?;
+        build_body_with(model, ctx, opts, &provider_env, disable_preferred_strict)?;
     let body = crate::js::json::to_js_vec(&body).map_err(|e| e.to_string())?;
     let path_suffix = format!("/model/{}/converse-stream", sigv4::uri_escape(&model.id));
     let url = format!("{}{path_suffix}", target.endpoint);
@@ -237,7 +258,7 @@ pub fn build_request_with(
 }
 
 /// The `Host` header ureq sends (the port only when not the scheme's default) and the path.
-fn host_and_path(url: &str) -> Option<(String, String)> {
+pub(crate) fn host_and_path(url: &str) -> Option<(String, String)> {
     let (scheme, rest) = url.split_once("://")?;
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),

@@ -1,118 +1,71 @@
-//! The AWS SDK credential sources that run something: a profile's `credential_process` (a
-//! command printing `{"Version":1,"AccessKeyId",…}`) and web identity
-//! (`AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`, exchanged at STS with
-//! `AssumeRoleWithWebIdentity`, as on EKS), and the remote sources that end the SDK's chain:
-//! container credentials (ECS task roles, EKS pod identity) and the EC2 instance metadata
-//! service (IMDSv2, with the SDK's fallback to v1 when the token request is refused).
+//! The AWS SDK credential sources that run something or ask a local endpoint: a profile's
+//! `credential_process` (a command printing `{"Version":1,"AccessKeyId",…}`), and the remote
+//! sources that end the SDK's chain: container credentials (ECS task roles, EKS pod identity)
+//! and the EC2 instance metadata service (IMDSv2, with the SDK's fallback to v1 when the token
+//! request is refused). STS and SSO are in `sts` and `sso`.
 //!
 //! Every request honours the stream's cancel token. The remote endpoints get the SDK's short
-//! timeouts (1 s, and one retry for the container endpoint) so a machine without them fails
-//! fast.
+//! timeouts (1 s each; the container endpoint is tried 4 times, 1 s apart, as `fromHttp`
+//! does) so a machine without them fails fast.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
+use super::cache::{parse_expiration, Resolved};
 use super::credentials::{Env, NO_CREDENTIALS};
-use super::sigv4::{uri_escape, AwsCredentials};
+use super::sigv4::AwsCredentials;
 use crate::cancel::CancelToken;
 use crate::llm::http::{self, HttpError, HttpRequest, Method};
 
-/// Runs a profile's `credential_process` through the shell and reads its JSON.
-pub fn from_process(profile: &str, command: &str) -> Result<AwsCredentials, String> {
+/// Runs a profile's `credential_process` through the shell and reads its JSON (the SDK's
+/// `resolveProcessCredentials`, with its texts). A failure lets the chain go on, as in the SDK.
+pub fn from_process(profile: &str, command: &str) -> Result<Resolved, SourceError> {
+    let fail = |text: String| SourceError::Failed(text);
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(command)
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("Profile {profile} credential_process failed: {e}"))?;
+        .map_err(|e| fail(format!("Profile {profile} credential_process failed: {e}")))?;
     if !out.status.success() {
-        return Err(format!(
+        return Err(fail(format!(
             "Profile {profile} credential_process failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        )));
     }
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .map_err(|_| format!("Profile {profile} credential_process returned invalid JSON."))?;
+    let v: Value = serde_json::from_slice(&out.stdout).map_err(|_| {
+        fail(format!(
+            "Profile {profile} credential_process returned invalid JSON."
+        ))
+    })?;
     if v.get("Version").and_then(Value::as_u64) != Some(1) {
-        return Err(format!(
+        return Err(fail(format!(
             "Profile {profile} credential_process did not return Version 1."
-        ));
+        )));
     }
     let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    match (s("AccessKeyId"), s("SecretAccessKey")) {
-        (Some(id), Some(secret)) => Ok(AwsCredentials {
-            access_key_id: id,
-            secret_access_key: secret,
-            session_token: s("SessionToken"),
-        }),
-        _ => Err(format!(
+    let (Some(id), Some(secret)) = (s("AccessKeyId"), s("SecretAccessKey")) else {
+        return Err(fail(format!(
             "Profile {profile} credential_process returned invalid credentials."
-        )),
-    }
-}
-
-/// The text of `<tag>…</tag>` in an XML document.
-fn xml_tag(xml: &str, tag: &str) -> Option<String> {
-    let open = format!("<{tag}>");
-    let start = xml.find(&open)? + open.len();
-    let end = xml[start..].find(&format!("</{tag}>"))? + start;
-    Some(xml[start..end].trim().to_string())
-}
-
-/// Exchanges the web identity token for role credentials. `endpoint` is
-/// `AWS_ENDPOINT_URL_STS` / `AWS_ENDPOINT_URL`, else STS's regional endpoint.
-pub fn from_web_identity(
-    token_file: &str,
-    role_arn: &str,
-    session_name: &str,
-    endpoint: &str,
-    cancel: &CancelToken,
-) -> Result<AwsCredentials, String> {
-    let token = std::fs::read_to_string(token_file)
-        .map_err(|e| format!("Could not read the web identity token file {token_file}: {e}"))?;
-    let form = [
-        ("Action", "AssumeRoleWithWebIdentity"),
-        ("Version", "2011-06-15"),
-        ("RoleArn", role_arn),
-        ("RoleSessionName", session_name),
-        ("WebIdentityToken", token.trim()),
-    ]
-    .iter()
-    .map(|(k, v)| format!("{k}={}", uri_escape(v)))
-    .collect::<Vec<_>>()
-    .join("&");
-    let request = HttpRequest {
-        url: format!("{}/", endpoint.trim_end_matches('/')),
-        headers: vec![(
-            "content-type".into(),
-            "application/x-www-form-urlencoded".into(),
-        )],
-        body: form.into_bytes(),
-        idle_timeout: Duration::from_secs(60),
+        )));
     };
-    let mut response = http::post(request, cancel).map_err(|e| e.to_string())?;
-    let status = response.status();
-    let xml = response
-        .read_text(64 * 1024)
-        .map_err(|e| http::describe_read_error(&e))?
-        .text;
-    if !(200..300).contains(&status) {
-        let code = xml_tag(&xml, "Code").unwrap_or_else(|| status.to_string());
-        let message = xml_tag(&xml, "Message").unwrap_or(xml);
-        return Err(format!("{code}: {message}"));
+    let expires_ms = s("Expiration")
+        .filter(|e| !e.is_empty())
+        .and_then(|e| parse_expiration(&e));
+    if expires_ms.is_some_and(|e| e < crate::util::now_ms()) {
+        return Err(fail(format!(
+            "Profile {profile} credential_process returned expired credentials."
+        )));
     }
-    match (
-        xml_tag(&xml, "AccessKeyId"),
-        xml_tag(&xml, "SecretAccessKey"),
-    ) {
-        (Some(id), Some(secret)) => Ok(AwsCredentials {
+    Ok(Resolved {
+        creds: AwsCredentials {
             access_key_id: id,
             secret_access_key: secret,
-            session_token: xml_tag(&xml, "SessionToken"),
-        }),
-        _ => Err("AssumeRoleWithWebIdentity returned no credentials".into()),
-    }
+            session_token: s("SessionToken").filter(|t| !t.is_empty()),
+        },
+        expires_ms,
+    })
 }
 
 /// The timeout of each request to a metadata endpoint (the SDK's 1 s).
@@ -129,25 +82,44 @@ fn non_empty(env: Env<'_>, name: &str) -> Option<String> {
     env(name).filter(|v| !v.is_empty())
 }
 
-/// Why a metadata source gave nothing.
-pub(crate) enum RemoteError {
+/// Why a credential source gave nothing, as the SDK's chain sees it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum SourceError {
     /// The stream was aborted.
     Aborted,
-    /// The source failed (the detail); the SDK goes on to the end of its chain.
+    /// The source failed (the detail; empty when not worth showing); the SDK goes on to the
+    /// next source (a `CredentialsProviderError` with `tryNextLink`).
     Failed(String),
-    /// A setting the SDK refuses outright, with its own error (it ends the chain).
-    Config(String),
+    /// An error that ends the chain with its own text (`tryNextLink: false`, or an error of a
+    /// service such as STS or SSO).
+    Fatal(String),
 }
 
-impl RemoteError {
+impl SourceError {
     /// The text of the stream's error: an abort stays an abort (the caller checks the token);
     /// a failure is the SDK's end of the chain, with the detail.
     pub(crate) fn into_text(self) -> String {
         match self {
-            RemoteError::Aborted => "Request was aborted".into(),
-            RemoteError::Failed(detail) => format!("{NO_CREDENTIALS}: {detail}"),
-            RemoteError::Config(text) => text,
+            SourceError::Aborted => "Request was aborted".into(),
+            SourceError::Failed(detail) if detail.is_empty() => NO_CREDENTIALS.into(),
+            SourceError::Failed(detail) => format!("{NO_CREDENTIALS}: {detail}"),
+            SourceError::Fatal(text) => text,
         }
+    }
+}
+
+/// Waits `d` unless the stream is aborted first (then `false`).
+pub(crate) fn sleep_unless_cancelled(d: Duration, cancel: &CancelToken) -> bool {
+    let end = std::time::Instant::now() + d;
+    loop {
+        if cancel.is_cancelled() {
+            return false;
+        }
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(20)));
     }
 }
 
@@ -157,7 +129,7 @@ fn metadata_request(
     url: &str,
     headers: Vec<(String, String)>,
     cancel: &CancelToken,
-) -> Result<(u16, String), RemoteError> {
+) -> Result<(u16, String), SourceError> {
     let request = HttpRequest {
         url: url.to_string(),
         headers,
@@ -165,15 +137,15 @@ fn metadata_request(
         idle_timeout: METADATA_TIMEOUT,
     };
     let mut response = http::send(method, request, cancel).map_err(|e| match e {
-        HttpError::Aborted => RemoteError::Aborted,
-        other => RemoteError::Failed(format!("{url}: {other}")),
+        HttpError::Aborted => SourceError::Aborted,
+        other => SourceError::Failed(format!("{url}: {other}")),
     })?;
     let status = response.status();
     let text = response.read_text(64 * 1024).map_err(|e| {
         if cancel.is_cancelled() {
-            RemoteError::Aborted
+            SourceError::Aborted
         } else {
-            RemoteError::Failed(format!("{url}: {}", http::describe_read_error(&e)))
+            SourceError::Failed(format!("{url}: {}", http::describe_read_error(&e)))
         }
     })?;
     Ok((status, text.text))
@@ -181,14 +153,17 @@ fn metadata_request(
 
 /// Credentials in the JSON of the container endpoint and of IMDS:
 /// `{"AccessKeyId","SecretAccessKey","Token","Expiration"}` (all strings, as the SDK demands).
-pub(crate) fn parse_metadata_credentials(text: &str) -> Option<AwsCredentials> {
+pub(crate) fn parse_metadata_credentials(text: &str) -> Option<Resolved> {
     let v: Value = serde_json::from_str(text).ok()?;
     let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    s("Expiration")?;
-    Some(AwsCredentials {
-        access_key_id: s("AccessKeyId")?,
-        secret_access_key: s("SecretAccessKey")?,
-        session_token: Some(s("Token")?),
+    let expiration = s("Expiration")?;
+    Some(Resolved {
+        creds: AwsCredentials {
+            access_key_id: s("AccessKeyId")?,
+            secret_access_key: s("SecretAccessKey")?,
+            session_token: Some(s("Token")?),
+        },
+        expires_ms: parse_expiration(&expiration),
     })
 }
 
@@ -229,74 +204,151 @@ pub(crate) fn container_url_allowed(url: &str) -> bool {
     }
 }
 
-/// Container credentials: GET `http://169.254.170.2<AWS_CONTAINER_CREDENTIALS_RELATIVE_URI>`
-/// (preferred) or `AWS_CONTAINER_CREDENTIALS_FULL_URI`, with the `Authorization` of
-/// `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE` (preferred) or `AWS_CONTAINER_AUTHORIZATION_TOKEN`.
-pub(crate) fn from_container(
-    env: Env<'_>,
-    cancel: &CancelToken,
-) -> Result<AwsCredentials, RemoteError> {
+/// Container credentials as the SDK's `remoteProvider` gets them: `fromHttp` — GET
+/// `http://169.254.170.2<AWS_CONTAINER_CREDENTIALS_RELATIVE_URI>` (preferred) or
+/// `AWS_CONTAINER_CREDENTIALS_FULL_URI`, with the `Authorization` of
+/// `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE` (preferred) or `AWS_CONTAINER_AUTHORIZATION_TOKEN`,
+/// tried 4 times 1 s apart (its `retryWrapper` with `maxRetries` 3) — then, when that failed,
+/// `fromContainerMetadata`: one more GET, allowed only for the relative URI or a full URI on
+/// `localhost` / `127.0.0.1`, whose refusal ends the chain.
+pub(crate) fn from_container(env: Env<'_>, cancel: &CancelToken) -> Result<Resolved, SourceError> {
+    let last = match from_http(env, cancel) {
+        Ok(r) => return Ok(r),
+        Err(SourceError::Failed(detail)) => detail,
+        Err(other) => return Err(other),
+    };
+    let url = container_metadata_url(env)?;
+    let headers = non_empty(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN")
+        .map(|t| vec![("authorization".to_string(), t)])
+        .unwrap_or_default();
+    match metadata_request(Method::Get, &url, headers, cancel) {
+        Ok((status, body)) if (200..300).contains(&status) => parse_metadata_credentials(&body)
+            .ok_or_else(|| {
+                SourceError::Failed(
+                    "Invalid response received from instance metadata service.".into(),
+                )
+            }),
+        Ok(_) | Err(SourceError::Failed(_)) => Err(SourceError::Failed(last)),
+        Err(other) => Err(other),
+    }
+}
+
+/// The URL `fromContainerMetadata` asks (its `getCmdsUri`, with its texts).
+fn container_metadata_url(env: Env<'_>) -> Result<String, SourceError> {
+    if let Some(relative) = non_empty(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
+        return Ok(format!("{ECS_HOST}{relative}"));
+    }
+    let full = non_empty(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI").unwrap_or_default();
+    let Some((scheme, rest)) = full.split_once("://") else {
+        return Err(SourceError::Fatal(format!(
+            "{full} is not a valid container metadata service URL"
+        )));
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if authority.starts_with('[') {
+        authority
+            .find(']')
+            .map_or(authority, |end| &authority[..=end])
+    } else {
+        authority.split(':').next().unwrap_or("")
+    }
+    .to_ascii_lowercase();
+    if host != "localhost" && host != "127.0.0.1" {
+        return Err(SourceError::Fatal(format!(
+            "{host} is not a valid container metadata service hostname"
+        )));
+    }
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(SourceError::Fatal(format!(
+            "{scheme}: is not a valid container metadata service protocol"
+        )));
+    }
+    Ok(full)
+}
+
+/// The delay between `fromHttp`'s attempts, and their number.
+const CONTAINER_RETRY_DELAY: Duration = Duration::from_secs(1);
+const CONTAINER_ATTEMPTS: usize = 4;
+
+/// The SDK's `fromHttp`.
+fn from_http(env: Env<'_>, cancel: &CancelToken) -> Result<Resolved, SourceError> {
     let url = if let Some(relative) = non_empty(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
         format!("{ECS_HOST}{relative}")
     } else if let Some(full) = non_empty(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI") {
         if !container_url_allowed(&full) {
-            return Err(RemoteError::Failed(format!(
+            return Err(SourceError::Failed(format!(
                 "the container credentials URL {full} is not accepted; it must be https, a loopback address, or the ECS (169.254.170.2) or EKS (169.254.170.23, [fd00:ec2::23]) container host"
             )));
         }
         full
     } else {
-        return Err(RemoteError::Failed(
+        return Err(SourceError::Failed(
             "no container credentials URI is set".into(),
         ));
     };
-    let token = if let Some(file) = non_empty(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") {
-        let text = std::fs::read_to_string(&file).map_err(|e| {
-            RemoteError::Failed(format!(
-                "could not read the container authorization token file {file}: {e}"
-            ))
-        })?;
-        Some(text)
-    } else {
-        non_empty(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN")
-    };
-    let mut headers = Vec::new();
-    if let Some(token) = token {
-        if token.contains("\r\n") {
-            return Err(RemoteError::Failed(
-                "the container authorization token contains an invalid \\r\\n sequence".into(),
-            ));
+    let attempt = || -> Result<Resolved, SourceError> {
+        let token = if let Some(file) = non_empty(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") {
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                SourceError::Failed(format!(
+                    "could not read the container authorization token file {file}: {e}"
+                ))
+            })?;
+            Some(text)
+        } else {
+            non_empty(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN")
+        };
+        let mut headers = Vec::new();
+        if let Some(token) = token {
+            if token.contains("\r\n") {
+                return Err(SourceError::Failed(
+                    "Authorization token contains invalid \\r\\n sequence.".into(),
+                ));
+            }
+            headers.push(("authorization".to_string(), token.trim_end().to_string()));
         }
-        headers.push(("authorization".to_string(), token.trim_end().to_string()));
-    }
-    let mut last = String::new();
-    for _ in 0..2 {
-        match metadata_request(Method::Get, &url, headers.clone(), cancel) {
-            Err(RemoteError::Failed(detail)) => last = detail,
-            Err(other) => return Err(other),
-            Ok((status, body)) if (200..300).contains(&status) => {
-                return parse_metadata_credentials(&body).ok_or_else(|| {
-                    RemoteError::Failed(format!(
+        match metadata_request(Method::Get, &url, headers, cancel)? {
+            (status, body) if (200..300).contains(&status) => parse_metadata_credentials(&body)
+                .ok_or_else(|| {
+                    SourceError::Failed(format!(
                         "the container endpoint {url} returned no credentials"
                     ))
-                });
-            }
-            Ok((status, _)) => last = format!("the container endpoint {url} answered {status}"),
+                }),
+            (status, _) => Err(SourceError::Failed(format!(
+                "the container endpoint {url} answered {status}"
+            ))),
+        }
+    };
+    let mut last = String::new();
+    for i in 0..CONTAINER_ATTEMPTS {
+        if i > 0 && !sleep_unless_cancelled(CONTAINER_RETRY_DELAY, cancel) {
+            return Err(SourceError::Aborted);
+        }
+        match attempt() {
+            Err(SourceError::Failed(detail)) => last = detail,
+            other => return other,
         }
     }
-    Err(RemoteError::Failed(last))
+    Err(SourceError::Failed(last))
 }
 
-/// The instance metadata endpoint: `AWS_EC2_METADATA_SERVICE_ENDPOINT`, else the address of
-/// `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE` (`IPv4`, the default, or `IPv6`).
-fn imds_endpoint(env: Env<'_>) -> Result<String, RemoteError> {
-    if let Some(endpoint) = non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT") {
+/// The instance metadata endpoint: `AWS_EC2_METADATA_SERVICE_ENDPOINT` (or the profile's
+/// `ec2_metadata_service_endpoint`), else the address of
+/// `AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE` (or `ec2_metadata_service_endpoint_mode`): `IPv4`,
+/// the default, or `IPv6`. `setting` reads the profile's keys (the SDK's `loadConfig`).
+fn imds_endpoint(env: Env<'_>, setting: Env<'_>) -> Result<String, SourceError> {
+    let endpoint = non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT")
+        .or_else(|| setting("ec2_metadata_service_endpoint").filter(|v| !v.is_empty()));
+    if let Some(endpoint) = endpoint {
         return Ok(endpoint.trim_end_matches('/').to_string());
     }
-    match non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE").as_deref() {
+    let mode = non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE")
+        .or_else(|| setting("ec2_metadata_service_endpoint_mode").filter(|v| !v.is_empty()));
+    match mode.as_deref() {
         None | Some("IPv4") => Ok(IMDS_IPV4.into()),
         Some("IPv6") => Ok(IMDS_IPV6.into()),
-        Some(other) => Err(RemoteError::Config(format!(
+        Some(other) => Err(SourceError::Fatal(format!(
             "Unsupported endpoint mode: {other}. Select from IPv4,IPv6"
         ))),
     }
@@ -306,9 +358,10 @@ fn imds_endpoint(env: Env<'_>) -> Result<String, RemoteError> {
 /// A refused or timed-out token request falls back to IMDSv1 (no token), as the SDK does.
 pub(crate) fn from_instance_metadata(
     env: Env<'_>,
+    setting: Env<'_>,
     cancel: &CancelToken,
-) -> Result<AwsCredentials, RemoteError> {
-    let endpoint = imds_endpoint(env)?;
+) -> Result<Resolved, SourceError> {
+    let endpoint = imds_endpoint(env, setting)?;
     let token_url = format!("{endpoint}{IMDS_TOKEN_PATH}");
     let ttl = vec![(
         "x-aws-ec2-metadata-token-ttl-seconds".to_string(),
@@ -322,16 +375,16 @@ pub(crate) fn from_instance_metadata(
             )]
         }
         (400, _) => {
-            return Err(RemoteError::Failed(
+            return Err(SourceError::Failed(
                 "EC2 Metadata token request returned error".into(),
             ))
         }
         _ => Vec::new(),
     };
-    let get = |url: &str| -> Result<String, RemoteError> {
+    let get = |url: &str| -> Result<String, SourceError> {
         match metadata_request(Method::Get, url, headers.clone(), cancel)? {
             (status, body) if (200..300).contains(&status) => Ok(body),
-            (status, _) => Err(RemoteError::Failed(format!(
+            (status, _) => Err(SourceError::Failed(format!(
                 "Error response received from instance metadata service: {url} answered {status}"
             ))),
         }
@@ -340,13 +393,13 @@ pub(crate) fn from_instance_metadata(
     let roles = get(&list_url)?;
     let role = roles.lines().map(str::trim).find(|l| !l.is_empty());
     let Some(role) = role else {
-        return Err(RemoteError::Failed(
+        return Err(SourceError::Failed(
             "the instance metadata service lists no IAM role".into(),
         ));
     };
     let body = get(&format!("{list_url}{role}"))?;
     parse_metadata_credentials(&body).ok_or_else(|| {
-        RemoteError::Failed("Invalid response received from instance metadata service.".into())
+        SourceError::Failed("Invalid response received from instance metadata service.".into())
     })
 }
 
@@ -363,15 +416,35 @@ mod tests {
         .unwrap();
         assert_eq!(
             c,
-            AwsCredentials {
-                access_key_id: "A".into(),
-                secret_access_key: "S".into(),
-                session_token: Some("T".into()),
+            Resolved {
+                creds: AwsCredentials {
+                    access_key_id: "A".into(),
+                    secret_access_key: "S".into(),
+                    session_token: Some("T".into()),
+                },
+                expires_ms: Some(1_893_456_000_000),
             }
         );
         assert_eq!(
             from_process("p", "echo nope").unwrap_err(),
-            "Profile p credential_process returned invalid JSON."
+            SourceError::Failed("Profile p credential_process returned invalid JSON.".into())
+        );
+        assert_eq!(
+            from_process(
+                "p",
+                r#"printf '{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"2001-01-01T00:00:00Z"}'"#
+            )
+            .unwrap_err(),
+            SourceError::Failed("Profile p credential_process returned expired credentials.".into())
+        );
+        assert_eq!(
+            from_process(
+                "p",
+                r#"printf '{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S"}'"#
+            )
+            .unwrap()
+            .expires_ms,
+            None
         );
         assert!(from_process("p", "exit 3").is_err());
     }
@@ -382,9 +455,10 @@ mod tests {
             r#"{"Code":"Success","AccessKeyId":"ASIA1","SecretAccessKey":"s","Token":"t","Expiration":"2030-01-01T00:00:00Z"}"#,
         )
         .unwrap();
-        assert_eq!(c.access_key_id, "ASIA1");
-        assert_eq!(c.secret_access_key, "s");
-        assert_eq!(c.session_token.as_deref(), Some("t"));
+        assert_eq!(c.creds.access_key_id, "ASIA1");
+        assert_eq!(c.creds.secret_access_key, "s");
+        assert_eq!(c.creds.session_token.as_deref(), Some("t"));
+        assert_eq!(c.expires_ms, Some(1_893_456_000_000));
         // The SDK demands all four strings.
         assert!(parse_metadata_credentials(
             r#"{"AccessKeyId":"A","SecretAccessKey":"s","Expiration":"x"}"#
@@ -433,26 +507,28 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             }
         };
-        let ok = |r: Result<String, RemoteError>| match r {
+        let none = |_: &str| None;
+        let imds_endpoint_of = |env: Env<'_>| imds_endpoint(env, &none);
+        let ok = |r: Result<String, SourceError>| match r {
             Ok(s) => s,
             Err(e) => e.into_text(),
         };
-        assert_eq!(ok(imds_endpoint(&e(&[]))), IMDS_IPV4);
+        assert_eq!(ok(imds_endpoint_of(&e(&[]))), IMDS_IPV4);
         assert_eq!(
-            ok(imds_endpoint(&e(&[(
+            ok(imds_endpoint_of(&e(&[(
                 "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
                 "IPv6"
             )]))),
             IMDS_IPV6
         );
         assert_eq!(
-            ok(imds_endpoint(&e(&[(
+            ok(imds_endpoint_of(&e(&[(
                 "AWS_EC2_METADATA_SERVICE_ENDPOINT",
                 "http://127.0.0.1:9/"
             )]))),
             "http://127.0.0.1:9"
         );
-        assert!(ok(imds_endpoint(&e(&[(
+        assert!(ok(imds_endpoint_of(&e(&[(
             "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
             "x"
         )])))
@@ -468,19 +544,11 @@ mod tests {
         };
         assert!(matches!(
             from_container(&e, &cancel),
-            Err(RemoteError::Aborted)
+            Err(SourceError::Aborted)
         ));
         assert!(matches!(
-            from_instance_metadata(&e, &cancel),
-            Err(RemoteError::Aborted)
+            from_instance_metadata(&e, &|_: &str| None, &cancel),
+            Err(SourceError::Aborted)
         ));
-    }
-
-    #[test]
-    fn sts_xml_is_read() {
-        let xml = "<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>ASIA</AccessKeyId><SecretAccessKey>sec</SecretAccessKey><SessionToken>tok</SessionToken></Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>";
-        assert_eq!(xml_tag(xml, "AccessKeyId").as_deref(), Some("ASIA"));
-        assert_eq!(xml_tag(xml, "SessionToken").as_deref(), Some("tok"));
-        assert_eq!(xml_tag(xml, "Missing"), None);
     }
 }

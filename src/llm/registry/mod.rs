@@ -511,6 +511,9 @@ impl ModelRegistry {
         if model.base_url.contains('{') {
             out.base_url = Some(self.auth.fill_base_url(provider, &model.base_url));
         }
+        if super::wire::takes_stored_env(model) {
+            out.env.extend(self.auth.stored_env_pairs(provider));
+        }
         for name in super::wire::request_settings(model) {
             // Resolved as the base-URL placeholder `{NAME}` is; left as is when unset.
             let placeholder = format!("{{{name}}}");
