@@ -938,7 +938,10 @@ mod tests {
         let (head, tail) = err
             .split_once("The shell exited with code 2 after ")
             .unwrap_or_else(|| panic!("{err}"));
-        assert!(head.ends_with("Command timed out after 1 seconds. "), "{err}");
+        assert!(
+            head.ends_with("Command timed out after 1 seconds. "),
+            "{err}"
+        );
         let (secs, rest) = tail.split_once(' ').unwrap_or_else(|| panic!("{err}"));
         assert!(secs.parse::<u32>().is_ok_and(|s| s <= 1), "{err}");
         assert!(
