@@ -92,6 +92,7 @@ fn login_command(args: &[String]) -> i32 {
         env: &env,
         now_ms: &crate::util::now_ms,
         device_id: &device_id,
+        builtin_model_ids: &crate::llm::registry::builtin_model_ids,
         cancelled: std::cell::Cell::new(false),
     };
     let account = !api_key && oauth::is_oauth_provider(provider);

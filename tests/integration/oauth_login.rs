@@ -656,6 +656,99 @@ fn github_copilot_device_login_exchanges_and_lists_models() {
     );
 }
 
+fn rate_limited(retry_after: &str) -> Reply {
+    Reply::http(
+        429,
+        &[("Content-Type", "text/plain"), ("Retry-After", retry_after)],
+        b"slow down",
+        crate::support::raw_server::Framing::Length,
+    )
+}
+
+/// pi's `loginGitHubCopilot`: after the token exchange, every `unconfigured` model pi ships is
+/// enabled one after the other (`POST <base>/models/<id>/policy`); a failure skips the model,
+/// a 429 left after the retries stops the batch; the enabled ids join `availableModelIds`.
+#[test]
+fn github_copilot_login_enables_unconfigured_models() {
+    let model = |id: &str, state: &str| json!({"id": id, "model_picker_enabled": false, "policy": {"state": state}});
+    let server = RawServer::start(vec![
+        json_reply(
+            200,
+            json!({"device_code": "gd", "user_code": "GH-12", "verification_uri": "https://github.com/login/device",
+                   "expires_in": 60, "interval": 1}),
+        ),
+        json_reply(200, json!({"access_token": "gho_x"})),
+        json_reply(
+            200,
+            json!({"token": "tid=1;proxy-ep=proxy.individual.githubcopilot.com", "expires_at": 4_000_000_000u64}),
+        ),
+        // The model list is retried after a 429.
+        rate_limited("0"),
+        json_reply(
+            200,
+            json!({"data": [
+                model("m-a", "enabled"),
+                model("claude-fable-5", "unconfigured"),
+                model("not-shipped-by-pi", "unconfigured"),
+                model("claude-fable-5.1", "unconfigured"),
+                model("claude-fable-5.2", "unconfigured"),
+                model("claude-haiku-4.5", "unconfigured"),
+                model("claude-opus-5", "disabled"),
+            ]}),
+        ),
+        json_reply(200, json!({})),
+        rate_limited("0"),
+        json_reply(500, json!({"error": "boom"})),
+        // Too long to wait within the 5 s budget: the batch stops here.
+        rate_limited("60"),
+    ]);
+    let dir = TempDir::new("login");
+    let mut login = Login::spawn(&dir, &server.base_url(), &["login", "github-copilot"]);
+    login.wait_line("GitHub Enterprise URL/domain");
+    login.type_line("");
+    let (code, out, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\nEnabling models...\n"), "{out}");
+    let reqs = server.requests();
+    let heads: Vec<&str> = reqs
+        .iter()
+        .map(|r| r.head.lines().next().unwrap())
+        .collect();
+    assert_eq!(
+        heads[3..],
+        [
+            "GET /models HTTP/1.1",
+            "GET /models HTTP/1.1",
+            "POST /models/claude-fable-5/policy HTTP/1.1",
+            "POST /models/claude-fable-5.1/policy HTTP/1.1",
+            "POST /models/claude-fable-5.1/policy HTTP/1.1",
+            "POST /models/claude-fable-5.2/policy HTTP/1.1",
+        ]
+    );
+    let post = &reqs[5];
+    let head = post.head.to_ascii_lowercase();
+    for header in [
+        "authorization: bearer tid=1;proxy-ep=proxy.individual.githubcopilot.com",
+        "content-type: application/json",
+        "user-agent: githubcopilotchat/0.35.0",
+        "editor-version: vscode/1.107.0",
+        "editor-plugin-version: copilot-chat/0.35.0",
+        "copilot-integration-id: vscode-chat",
+        "openai-intent: chat-policy",
+        "x-interaction-type: chat-policy",
+    ] {
+        assert!(head.contains(header), "{header} missing in {head}");
+    }
+    assert_eq!(form(post), r#"{"state":"enabled"}"#);
+    assert_eq!(
+        auth_json(&dir)["github-copilot"],
+        json!({"type": "oauth", "refresh": "gho_x",
+               "access": "tid=1;proxy-ep=proxy.individual.githubcopilot.com",
+               "expires": 4_000_000_000_000u64 - 300_000,
+               "availableModelIds": ["m-a", "claude-fable-5"]})
+    );
+}
+
 #[test]
 fn meta_device_login_mints_a_model_api_key() {
     let server = RawServer::start(vec![

@@ -7,9 +7,9 @@
 //! paste; with `browser: false` anthropic's copy-code flow and openai-codex's device code);
 //! openai "Sign in with ChatGPT" (PKCE with a dynamically issued client id); radius (browser
 //! through the gateway's discovered authorization endpoint, loopback only, or with
-//! `browser: false` a device code); github-copilot, kimi-coding, meta, xai (device code). Not
-//! implemented: Copilot's enabling of `unconfigured` models at login (needs pi's Copilot model
-//! list).
+//! `browser: false` a device code); github-copilot (device code, then the token exchange and
+//! the enabling of `unconfigured` models, `copilot_policy.rs`), kimi-coding, meta, xai (device
+//! code).
 //!
 //! The browser flows are in `login/browser.rs`, the device-code flows in `login/device.rs`;
 //! this file has the entry points and what both use.
@@ -43,6 +43,9 @@ pub struct Interaction<'a> {
     /// pi's installation id (`deviceId` of the global settings.json, created when missing);
     /// Sign in with ChatGPT sends it.
     pub device_id: &'a dyn Fn() -> Result<String, String>,
+    /// The ids of a provider's built-in models (the registry's catalog; Copilot's login
+    /// enables only models pi ships).
+    pub builtin_model_ids: &'a dyn Fn(&str) -> Vec<String>,
     /// Set when the input closed while a flow waited on it (pi: "Login cancelled").
     pub cancelled: std::cell::Cell<bool>,
 }

@@ -26,6 +26,7 @@ mod b64;
 mod client;
 mod common;
 pub mod copilot;
+mod copilot_policy;
 pub mod lock;
 pub mod login;
 mod loopback;

@@ -703,6 +703,7 @@ mod tests {
             status,
             status_text: "Bad Request".into(),
             body: body.into(),
+            retry_after: None,
         }
     }
 

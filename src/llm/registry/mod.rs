@@ -20,6 +20,7 @@ mod models_json;
 mod patterns;
 mod store;
 
+pub use self::catalog::builtin_model_ids;
 use self::models_json::*;
 pub(crate) use self::patterns::locale_cmp;
 

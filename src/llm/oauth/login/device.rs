@@ -237,7 +237,8 @@ pub(super) fn github_copilot(io: &Interaction) -> Result<Map<String, Value>, Str
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let ids = copilot::available_model_ids(&access, enterprise.as_deref(), &ctx)?;
+    let shipped = (io.builtin_model_ids)("github-copilot");
+    let ids = copilot::login_model_ids(&access, enterprise.as_deref(), &ctx, &shipped, io.show)?;
     cred.insert(
         "availableModelIds".into(),
         Value::Array(ids.into_iter().map(Value::from).collect()),
