@@ -32,6 +32,7 @@ use super::store;
 
 mod browser;
 mod device;
+mod radius;
 
 /// How a flow talks to the user: `show` prints instructions (stderr for the CLI), `input`
 /// yields the lines the user types (stdin), `None` once it is closed.
@@ -121,10 +122,24 @@ pub fn login(
         "kimi-coding" => device::kimi(io),
         "meta" => device::meta(io),
         "xai" => device::xai(io),
-        "radius" if browser => browser::radius_browser(io),
-        "radius" => device::radius(io),
+        "radius" => radius_login(io, super::radius::DEFAULT_GATEWAY, "Radius", browser),
         "openai" => browser::openai_chatgpt(io),
         other => Err(format!("No OAuth login for provider \"{other}\"")),
+    }
+}
+
+/// Signs in to the Radius gateway `gateway` (the built-in `radius` provider's, or one a
+/// models.json provider declares with `"oauth": "radius"`); `name` is the provider's name.
+pub fn radius_login(
+    io: &Interaction,
+    gateway: &str,
+    name: &str,
+    browser: bool,
+) -> Result<Map<String, Value>, String> {
+    if browser {
+        radius::browser(io, gateway, name)
+    } else {
+        radius::device(io, gateway)
     }
 }
 
