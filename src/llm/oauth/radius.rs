@@ -13,10 +13,15 @@
 //! `baseUrl`) are saved as the provider's entry of `<agentDir>/models-store.json`, under the
 //! file's lock, and replace the provider's catalog from then on.
 
+use std::path::Path;
+use std::time::{Duration, Instant};
+
 use serde_json::{Map, Value};
 
-use super::client::Body;
+use super::client::{Body, Env};
 use super::common::{call as send, num, oauth_entry, Ctx};
+use super::lock::{FileLock, LockOptions};
+use super::store;
 
 /// The built-in `radius` provider's gateway.
 pub const DEFAULT_GATEWAY: &str = "https://radius.pi.dev";
@@ -169,6 +174,81 @@ pub fn models_from_config(provider: &str, config: &Value) -> Option<Vec<Value>> 
             })
             .collect(),
     )
+}
+
+/// pi's `loadRadiusGatewayConfig`: `GET /v1/config` with the token, as models of `provider`.
+fn load_config(
+    gateway: &str,
+    provider: &str,
+    token: Option<&str>,
+    ctx: &Ctx,
+) -> Result<Vec<Value>, String> {
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("accept", "application/json")];
+    if let Some(b) = &bearer {
+        headers.push(("authorization", b));
+    }
+    let resp = send(
+        "GET",
+        &url(gateway, "/v1/config"),
+        &headers,
+        Body::None,
+        ctx,
+    )
+    .map_err(|e| e.message().to_string())?;
+    if !resp.ok() {
+        let body = resp.body.trim();
+        let body = match body.char_indices().nth(512) {
+            Some((i, _)) => format!("{}…", &body[..i]),
+            None => body.to_string(),
+        };
+        return Err(format!(
+            "Could not load Radius config from {gateway}: {}: {body}",
+            resp.status
+        ));
+    }
+    serde_json::from_str::<Value>(&resp.body)
+        .ok()
+        .and_then(|config| models_from_config(provider, &config))
+        .ok_or_else(|| format!("Invalid Radius config from {gateway}"))
+}
+
+/// Saves `entry` as `provider`'s entry of `<agent_dir>/models-store.json` under the file's
+/// lock (pi's `FileModelsStore.write`: read fresh, replace the entry, write the whole file).
+fn save_models_store(agent_dir: &Path, provider: &str, entry: Value) -> Result<(), String> {
+    let real =
+        store::ensure_file(&agent_dir.join("models-store.json")).map_err(|e| e.to_string())?;
+    let lock =
+        FileLock::acquire(&real, LockOptions::ASYNC, &|| false).map_err(|e| e.to_string())?;
+    let mut data = store::read(&real)?;
+    data.insert(provider.to_string(), entry);
+    lock.check().map_err(|e| e.to_string())?;
+    store::write(&real, &data).map_err(|e| e.to_string())?;
+    lock.release();
+    Ok(())
+}
+
+/// pi's catalog refresh after `auth login` of a Radius provider: the gateway's `/v1/config`
+/// list (fetched with `token`, the new access token or API key, within 15 s) saved as
+/// `{"models": [...], "checkedAt": <ms>}`, `provider`'s entry of models-store.json.
+pub fn refresh_catalog(
+    agent_dir: &Path,
+    provider: &str,
+    gateway: &str,
+    token: Option<&str>,
+    env: Env,
+    now_ms: u64,
+) -> Result<(), String> {
+    let ctx = Ctx {
+        env,
+        deadline: Instant::now() + Duration::from_secs(15),
+        now_ms,
+    };
+    let models = load_config(gateway, provider, token, &ctx)?;
+    let mut entry = Map::new();
+    entry.insert("models".into(), Value::Array(models));
+    entry.insert("checkedAt".into(), Value::from(now_ms));
+    save_models_store(agent_dir, provider, Value::Object(entry))
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ pub use self::catalog::builtin_model_ids;
 pub use self::defaults::DEFAULT_MODEL_PER_PROVIDER;
 use self::models_json::*;
 pub(crate) use self::patterns::locale_cmp;
+pub use self::store_lists::radius_gateway;
 
 /// The catalog's GitHub Copilot host, replaced by the one an OAuth token names.
 const COPILOT_DEFAULT_BASE_URL: &str = "https://api.individual.githubcopilot.com";

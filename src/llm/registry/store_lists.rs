@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use super::super::auth::AuthStore;
 use super::super::model::Model;
 use super::super::oauth::radius;
-use super::models_json::BuiltinProvider;
+use super::models_json::{parse_models_json, BuiltinProvider};
 
 /// The keys [`Model`] reads; any other key of a stored model is kept in `extra`.
 const MODEL_KEYS: &[&str] = &[
@@ -116,6 +116,34 @@ pub(super) fn radius_gateways(config: &Map<String, Value>) -> Vec<(String, Strin
             Some((id.clone(), radius::gateway_of_base_url(base_url)))
         })
         .collect()
+}
+
+/// The Radius gateway `provider` signs in to, and its name, when it is a Radius provider: the
+/// built-in `radius` (pi's gateway unless models.json points it elsewhere) or a models.json
+/// provider with `"oauth": "radius"` and a `baseUrl`. Reads `<agent_dir>/models.json`.
+pub fn radius_gateway(agent_dir: &std::path::Path, provider: &str) -> Option<(String, String)> {
+    let path = agent_dir.join("models.json");
+    let text = std::fs::read_to_string(&path).ok();
+    let config = text
+        .as_deref()
+        .and_then(|t| parse_models_json(t, &path.display().to_string(), &mut Vec::new()))
+        .unwrap_or_default();
+    let name = config
+        .get(provider)
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    match radius_gateways(&config)
+        .into_iter()
+        .find(|(id, _)| id == provider)
+    {
+        Some((_, gateway)) => Some((gateway, name.unwrap_or_else(|| provider.to_string()))),
+        None if provider == "radius" => Some((
+            radius::DEFAULT_GATEWAY.to_string(),
+            name.unwrap_or_else(|| "Radius".to_string()),
+        )),
+        None => None,
+    }
 }
 
 /// The list that replaces built-in provider `id`'s catalog, if any: OpenRouter's per-key
