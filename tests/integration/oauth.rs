@@ -503,3 +503,38 @@ fn a_custom_radius_gateway_refreshes_its_entry_at_its_gateway() {
     );
     assert!(llm.requests()[0].head.contains("corp-new"));
 }
+
+/// A custom Radius gateway's models (its models-store.json list) are `pi-messages` models at
+/// the gateway's API base URL, sent the provider's OAuth access token as the bearer.
+#[test]
+fn a_custom_radius_gateway_model_uses_pi_messages_with_its_token() {
+    let llm = RawServer::start(vec![Reply::status(
+        500,
+        "application/json",
+        br#"{"error":{"message":"scripted"}}"#,
+    )]);
+    let store = json!({"corp": {"checkedAt": 1, "models": [{
+        "id": "g1", "name": "G1", "reasoning": false, "input": ["text"], "contextWindow": 100000,
+        "maxTokens": 4096, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "api": "pi-messages", "provider": "corp", "baseUrl": format!("{}/v1", llm.base_url())}]}});
+    let auth = json!({"corp": {"type": "oauth", "access": "corp-token", "refresh": "r",
+                               "expires": 9_999_999_999_999u64}});
+    let mut a = Agent::builder()
+        .no_default_args()
+        .args(["--provider", "corp", "--model", "g1", "--no-session"])
+        .models(Some(json!({"providers": {"corp": {
+            "baseUrl": "https://corp.example/v1", "oauth": "radius"}}})))
+        .settings(json!({"retry": {"enabled": false}}))
+        .agent_file("auth.json", &auth.to_string())
+        .agent_file("models-store.json", &store.to_string())
+        .spawn();
+    let records = run_prompt(&mut a, "p1", "hello");
+    assert_eq!(message_end(&records)["message"]["stopReason"], "error");
+    let head = &llm.requests()[0].head;
+    assert!(head.starts_with("POST /v1/messages HTTP/1.1"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("authorization: bearer corp-token"),
+        "{head}"
+    );
+}
