@@ -85,9 +85,14 @@ fn entry_models<'a>(store: Option<&'a Map<String, Value>>, provider: &str) -> Op
 /// OpenRouter's saved per-key list, when it replaces the catalog.
 pub(super) fn openrouter(store: Option<&Map<String, Value>>) -> Option<Vec<Model>> {
     let models = entry_models(store, "openrouter")?;
-    let any_of_provider = models
-        .iter()
-        .any(|m| m.get("provider").and_then(Value::as_str) == Some("openrouter"));
+    // Models of a type pi does not know are dropped before the list is looked at.
+    let any_of_provider = models.iter().any(|m| {
+        m.get("provider").and_then(Value::as_str) == Some("openrouter")
+            && matches!(
+                m.get("type").and_then(Value::as_str),
+                None | Some("chat" | "image" | "classifier")
+            )
+    });
     any_of_provider.then(|| chat_models_of(models, "openrouter"))
 }
 
@@ -218,6 +223,11 @@ mod tests {
         assert_eq!(got[0].kind.as_deref(), Some("chat"));
         let empty = json!({"openrouter": {"models": []}});
         assert!(openrouter(empty.as_object()).is_none());
+        let unknown = json!({"openrouter": {"models": [{"id": "v", "provider": "openrouter", "type": "video"}]}});
+        assert!(
+            openrouter(unknown.as_object()).is_none(),
+            "unknown types are dropped first"
+        );
         assert!(openrouter(None).is_none());
     }
 
