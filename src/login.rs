@@ -92,15 +92,25 @@ fn login_command(args: &[String]) -> i32 {
         env: &env,
         now_ms: &crate::util::now_ms,
         device_id: &device_id,
+        builtin_model_ids: &crate::llm::registry::builtin_model_ids,
         cancelled: std::cell::Cell::new(false),
     };
-    let account = !api_key && oauth::is_oauth_provider(provider);
-    let entry = if account {
-        login::login(provider, &io, browser)
-    } else {
-        login::api_key_login(provider, &io)
+    let agent_dir = crate::resources::settings::agent_dir_from_env();
+    // The built-in radius or a models.json Radius gateway (`"oauth": "radius"`).
+    let radius = crate::llm::registry::radius_gateway(&agent_dir, provider);
+    let account = !api_key && (oauth::is_oauth_provider(provider) || radius.is_some());
+    let entry = match &radius {
+        Some((gateway, name)) if account => login::radius_login(&io, gateway, name, browser),
+        _ if account => login::login(provider, &io, browser),
+        _ => login::api_key_login(provider, &io),
     };
     let path = auth_path();
+    let token = entry.as_ref().ok().and_then(|e| {
+        e.get("access")
+            .or_else(|| e.get("key"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
     match entry.and_then(|e| login::save(&path, provider, Some(e))) {
         Ok(_) => {
             let what = if account {
@@ -109,6 +119,9 @@ fn login_command(args: &[String]) -> i32 {
                 format!("Saved API key for {provider}")
             };
             say(&format!("{what}. Credentials saved to {}", path.display()));
+            if let Some((gateway, name)) = &radius {
+                refresh_radius_catalog(&agent_dir, provider, gateway, name, token.as_deref());
+            }
             0
         }
         Err(_) if io.cancelled.get() => {
@@ -119,6 +132,29 @@ fn login_command(args: &[String]) -> i32 {
             eprintln!("Failed to log in to {provider}: {m}");
             1
         }
+    }
+}
+
+/// pi's `refreshProviderCatalog` after a Radius login: the gateway's model list is fetched
+/// with the new credential and saved in models-store.json (`llm::oauth::radius`), so the
+/// provider lists the account's models from the next start. Skipped with `PI_OFFLINE`, as in
+/// pi; a failure is reported and leaves the login in place.
+fn refresh_radius_catalog(
+    agent_dir: &std::path::Path,
+    provider: &str,
+    gateway: &str,
+    name: &str,
+    token: Option<&str>,
+) {
+    if std::env::var_os("PI_OFFLINE").is_some() {
+        return;
+    }
+    let env = |n: &str| std::env::var(n).ok();
+    let now = crate::util::now_ms();
+    if let Err(e) = oauth::radius::refresh_catalog(agent_dir, provider, gateway, token, &env, now) {
+        say(&format!(
+            "The {name} model catalog could not be refreshed: {e}"
+        ));
     }
 }
 

@@ -432,6 +432,8 @@ pub struct AuthStore {
     /// auth.json, when the store was loaded from a file (OAuth refreshes write it back).
     auth_path: Option<PathBuf>,
     oauth_live: OAuthLive,
+    /// Providers that sign in to a Radius gateway declared in models.json, and the gateway.
+    radius_gateways: HashMap<String, String>,
 }
 
 impl fmt::Debug for AuthStore {
@@ -469,6 +471,7 @@ impl AuthStore {
             now_ms: crate::util::now_ms,
             auth_path: None,
             oauth_live: OAuthLive::default(),
+            radius_gateways: HashMap::new(),
         }
     }
 
@@ -529,6 +532,30 @@ impl AuthStore {
         store
     }
 
+    /// Declares `provider` a Radius provider of `gateway` (models.json `"oauth": "radius"`):
+    /// its OAuth entry is refreshed there, and `RADIUS_API_KEY` is its environment key, as
+    /// for the built-in `radius`.
+    pub fn set_radius_gateway(&mut self, provider: &str, gateway: String) {
+        self.radius_gateways.insert(provider.to_string(), gateway);
+    }
+
+    /// The stored OAuth entry of `provider` as loaded from auth.json (Radius' legacy
+    /// `gatewayConfig` lives there).
+    pub fn stored_oauth_entry(&self, provider: &str) -> Option<&Map<String, Value>> {
+        match self.entries.get(provider) {
+            Some(AuthEntry::OAuth { entry, .. }) => Some(entry),
+            _ => None,
+        }
+    }
+
+    /// The environment variables of `provider`'s key.
+    fn key_env_vars(&self, provider: &str) -> &'static [&'static str] {
+        if self.radius_gateways.contains_key(provider) {
+            return env_vars_for("radius");
+        }
+        env_vars_for(provider)
+    }
+
     /// Replaces the environment lookup (tests; embedding with a scrubbed environment).
     pub fn with_env(mut self, env: EnvLookup) -> AuthStore {
         self.env = env;
@@ -578,7 +605,8 @@ impl AuthStore {
                 .config_keys
                 .get(provider)
                 .is_some_and(|key| config_value_present(key, &self.env, None))
-            || env_vars_for(provider)
+            || self
+                .key_env_vars(provider)
                 .iter()
                 .any(|v| lookup(v, &self.env, None).is_some());
         if keyed {
@@ -697,7 +725,7 @@ impl AuthStore {
                 }
             }
         }
-        for var in env_vars_for(provider) {
+        for var in self.key_env_vars(provider) {
             if let Some(v) = lookup(var, &self.env, None) {
                 return found(v, CredentialSource::Env(var));
             }
@@ -734,7 +762,8 @@ impl AuthStore {
     /// Whether `provider`'s OAuth entry can be refreshed here: pi has a refresh flow for it and
     /// the store knows its auth.json.
     fn oauth_refreshable(&self, provider: &str) -> bool {
-        self.auth_path.is_some() && oauth::is_oauth_provider(provider)
+        self.auth_path.is_some()
+            && (oauth::is_oauth_provider(provider) || self.radius_gateways.contains_key(provider))
     }
 
     fn oauth_logged_out(&self, provider: &str) -> bool {
@@ -785,7 +814,8 @@ impl AuthStore {
         };
         let env = |name: &str| (self.env)(name);
         let now = || (self.now_ms)();
-        match oauth::refresh_stored(path, provider, &env, &|| false, &now) {
+        let gateway = self.radius_gateways.get(provider).map(String::as_str);
+        match oauth::refresh_stored(path, provider, gateway, &env, &|| false, &now) {
             Ok(entry) => {
                 guard.result = Some(entry.clone());
                 Ok(entry)

@@ -452,3 +452,89 @@ fn an_abort_is_not_held_up_by_a_refresh_waiting_for_the_lock() {
     assert!(llm.requests().is_empty() && token.requests().is_empty());
     std::fs::remove_dir(&lock).unwrap();
 }
+
+/// A models.json provider with `"oauth": "radius"` is another Radius gateway (pi's
+/// `configureRadiusProviders`): its expired entry is refreshed at that gateway (`/v1/oauth/token`
+/// on the gateway's origin; the `/gw` path is dropped, as `new URL` does), persisted under its
+/// own key, and the new token is used for its models.
+#[test]
+fn a_custom_radius_gateway_refreshes_its_entry_at_its_gateway() {
+    let token = RawServer::start(vec![Reply::status(
+        200,
+        "application/json",
+        br#"{"access_token":"corp-new","refresh_token":"corp-r2","expires_in":3600,"scope":"gateway offline_access"}"#,
+    )]);
+    let llm = RawServer::start(vec![Reply::text(&["Hi"])]);
+    let auth = json!({"corp": {"type": "oauth", "access": "corp-old", "refresh": "corp-r1", "expires": 5, "scope": "gateway offline_access"}});
+    let models = json!({"providers": {"corp": {
+        "baseUrl": "https://corp.example/gw/v1", "oauth": "radius", "name": "Corp",
+        "models": [{"id": "m1", "api": "anthropic-messages", "baseUrl": llm.base_url(),
+                    "reasoning": false, "input": ["text"], "contextWindow": 100000, "maxTokens": 4096}]
+    }}});
+    let mut a = Agent::builder()
+        .no_default_args()
+        .args(["--provider", "corp", "--model", "m1", "--no-session"])
+        .models(Some(models))
+        .settings(json!({"retry": {"enabled": false}}))
+        .agent_file("auth.json", &auth.to_string())
+        .env("PI_RPC_OAUTH_ORIGIN", &token.base_url())
+        .spawn();
+    let before = now_ms();
+    let records = run_prompt(&mut a, "p1", "hello");
+    let after = now_ms();
+    assert_eq!(message_end(&records)["message"]["stopReason"], "stop");
+    let req = &token.requests()[0];
+    assert!(
+        req.head.starts_with("POST /v1/oauth/token HTTP/1.1"),
+        "{}",
+        req.head
+    );
+    assert_eq!(
+        String::from_utf8(req.body.clone().unwrap()).unwrap(),
+        "grant_type=refresh_token&client_id=pi-gateway&refresh_token=corp-r1"
+    );
+    let stored = read_json(&a.agent_dir.join("auth.json"));
+    let expires = stored["corp"]["expires"].as_u64().unwrap();
+    assert!((before + 3_600_000 - 60_000..=after + 3_600_000 - 60_000).contains(&expires));
+    assert_eq!(
+        stored,
+        json!({"corp": {"type": "oauth", "access": "corp-new", "refresh": "corp-r2",
+                        "expires": expires, "scope": "gateway offline_access"}})
+    );
+    assert!(llm.requests()[0].head.contains("corp-new"));
+}
+
+/// A custom Radius gateway's models (its models-store.json list) are `pi-messages` models at
+/// the gateway's API base URL, sent the provider's OAuth access token as the bearer.
+#[test]
+fn a_custom_radius_gateway_model_uses_pi_messages_with_its_token() {
+    let llm = RawServer::start(vec![Reply::status(
+        500,
+        "application/json",
+        br#"{"error":{"message":"scripted"}}"#,
+    )]);
+    let store = json!({"corp": {"checkedAt": 1, "models": [{
+        "id": "g1", "name": "G1", "reasoning": false, "input": ["text"], "contextWindow": 100000,
+        "maxTokens": 4096, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "api": "pi-messages", "provider": "corp", "baseUrl": format!("{}/v1", llm.base_url())}]}});
+    let auth = json!({"corp": {"type": "oauth", "access": "corp-token", "refresh": "r",
+                               "expires": 9_999_999_999_999u64}});
+    let mut a = Agent::builder()
+        .no_default_args()
+        .args(["--provider", "corp", "--model", "g1", "--no-session"])
+        .models(Some(json!({"providers": {"corp": {
+            "baseUrl": "https://corp.example/v1", "oauth": "radius"}}})))
+        .settings(json!({"retry": {"enabled": false}}))
+        .agent_file("auth.json", &auth.to_string())
+        .agent_file("models-store.json", &store.to_string())
+        .spawn();
+    let records = run_prompt(&mut a, "p1", "hello");
+    assert_eq!(message_end(&records)["message"]["stopReason"], "error");
+    let head = &llm.requests()[0].head;
+    assert!(head.starts_with("POST /v1/messages HTTP/1.1"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("authorization: bearer corp-token"),
+        "{head}"
+    );
+}

@@ -581,6 +581,11 @@ fn radius_device_login_without_a_browser() {
             200,
             json!({"access_token": "ra", "refresh_token": "rr", "expires_in": 600}),
         ),
+        // pi's catalog refresh after the login.
+        json_reply(
+            200,
+            json!({"baseUrl": "https://radius.pi.dev/v1", "models": [gateway_model("fast")]}),
+        ),
     ]);
     let dir = TempDir::new("login");
     let mut login = Login::spawn(
@@ -604,6 +609,111 @@ fn radius_device_login_without_a_browser() {
         "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code&client_id=pi-gateway&device_code=rd"
     );
     assert_eq!(auth_json(&dir)["radius"]["refresh"], "rr");
+    assert!(reqs[3].head.starts_with("GET /v1/config "));
+    let head = reqs[3].head.to_ascii_lowercase();
+    assert!(head.contains("authorization: bearer ra"), "{head}");
+    assert!(head.contains("accept: application/json"), "{head}");
+    let store = models_store(&dir);
+    let mut model = gateway_model("fast");
+    model["api"] = json!("pi-messages");
+    model["provider"] = json!("radius");
+    model["baseUrl"] = json!("https://radius.pi.dev/v1");
+    assert_eq!(
+        store,
+        json!({"radius": {"models": [model], "checkedAt": store["radius"]["checkedAt"]}})
+    );
+    assert!(store["radius"]["checkedAt"].as_u64().unwrap() > 1_700_000_000_000);
+}
+
+fn models_store(dir: &TempDir) -> Value {
+    let text = std::fs::read_to_string(dir.path().join("agent/models-store.json")).unwrap();
+    assert!(
+        text.starts_with("{\n  \""),
+        "pi's JSON.stringify layout: {text}"
+    );
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A gateway model as `/v1/config` lists it.
+fn gateway_model(id: &str) -> Value {
+    json!({"id": id, "name": id.to_uppercase(), "reasoning": true, "input": ["text"],
+           "contextWindow": 100000, "maxTokens": 8000, "lab": "L",
+           "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}, "enabled": true})
+}
+
+/// `pi-rpc auth login <id>` for a models.json provider with `"oauth": "radius"`: the Radius
+/// flows run against the gateway its `baseUrl` names (pi's `configureRadiusProviders`: `/v1`
+/// removed; every URL an absolute path on the gateway's origin), the entry is stored under the
+/// provider id, and the gateway's model list lands in models-store.json under that id.
+#[test]
+fn a_custom_radius_gateway_login_uses_its_gateway_and_saves_its_models() {
+    let server = RawServer::start(vec![
+        json_reply(
+            200,
+            json!({"device_code": "cd", "user_code": "CORP-1", "verification_uri": "https://corp.example/device",
+                   "expires_in": 60, "interval": 1}),
+        ),
+        json_reply(
+            200,
+            json!({"access_token": "ca", "refresh_token": "cr", "expires_in": 600, "scope": "gateway offline_access"}),
+        ),
+        json_reply(
+            200,
+            json!({"baseUrl": "https://corp.example/api/v1", "models": [gateway_model("m1"), {"id": "broken"}]}),
+        ),
+    ]);
+    let dir = TempDir::new("login");
+    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/models.json"),
+        json!({"providers": {"corp": {"baseUrl": "https://corp.example/gw/v1", "oauth": "radius", "name": "Corp"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut login = Login::spawn(&dir, &server.base_url(), &["login", "corp", "--no-browser"]);
+    assert_eq!(
+        login.wait_line("CORP-1"),
+        "Open https://corp.example/device and enter code: CORP-1"
+    );
+    let (code, out, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("Logged in to corp. Credentials saved to "),
+        "{out}"
+    );
+    let reqs = server.requests();
+    let heads: Vec<&str> = reqs
+        .iter()
+        .map(|r| r.head.lines().next().unwrap())
+        .collect();
+    assert_eq!(
+        heads,
+        [
+            "POST /v1/oauth/device HTTP/1.1",
+            "POST /v1/oauth/token HTTP/1.1",
+            "GET /v1/config HTTP/1.1"
+        ]
+    );
+    assert_eq!(
+        form(&reqs[1]),
+        "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code&client_id=pi-gateway&device_code=cd"
+    );
+    let auth = auth_json(&dir);
+    let expires = auth["corp"]["expires"].as_u64().unwrap();
+    assert_eq!(
+        auth,
+        json!({"corp": {"type": "oauth", "access": "ca", "refresh": "cr", "expires": expires,
+                        "scope": "gateway offline_access"}})
+    );
+    let store = models_store(&dir);
+    let mut model = gateway_model("m1");
+    model["api"] = json!("pi-messages");
+    model["provider"] = json!("corp");
+    model["baseUrl"] = json!("https://corp.example/api/v1");
+    assert_eq!(
+        store,
+        json!({"corp": {"models": [model], "checkedAt": store["corp"]["checkedAt"]}})
+    );
 }
 
 #[test]
@@ -653,6 +763,99 @@ fn github_copilot_device_login_exchanges_and_lists_models() {
         json!({"type": "oauth", "refresh": "gho_x",
                "access": "tid=1;proxy-ep=proxy.individual.githubcopilot.com",
                "expires": 4_000_000_000_000u64 - 300_000, "availableModelIds": ["m-a"]})
+    );
+}
+
+fn rate_limited(retry_after: &str) -> Reply {
+    Reply::http(
+        429,
+        &[("Content-Type", "text/plain"), ("Retry-After", retry_after)],
+        b"slow down",
+        crate::support::raw_server::Framing::Length,
+    )
+}
+
+/// pi's `loginGitHubCopilot`: after the token exchange, every `unconfigured` model pi ships is
+/// enabled one after the other (`POST <base>/models/<id>/policy`); a failure skips the model,
+/// a 429 left after the retries stops the batch; the enabled ids join `availableModelIds`.
+#[test]
+fn github_copilot_login_enables_unconfigured_models() {
+    let model = |id: &str, state: &str| json!({"id": id, "model_picker_enabled": false, "policy": {"state": state}});
+    let server = RawServer::start(vec![
+        json_reply(
+            200,
+            json!({"device_code": "gd", "user_code": "GH-12", "verification_uri": "https://github.com/login/device",
+                   "expires_in": 60, "interval": 1}),
+        ),
+        json_reply(200, json!({"access_token": "gho_x"})),
+        json_reply(
+            200,
+            json!({"token": "tid=1;proxy-ep=proxy.individual.githubcopilot.com", "expires_at": 4_000_000_000u64}),
+        ),
+        // The model list is retried after a 429.
+        rate_limited("0"),
+        json_reply(
+            200,
+            json!({"data": [
+                model("m-a", "enabled"),
+                model("claude-fable-5", "unconfigured"),
+                model("not-shipped-by-pi", "unconfigured"),
+                model("claude-fable-5.1", "unconfigured"),
+                model("claude-fable-5.2", "unconfigured"),
+                model("claude-haiku-4.5", "unconfigured"),
+                model("claude-opus-5", "disabled"),
+            ]}),
+        ),
+        json_reply(200, json!({})),
+        rate_limited("0"),
+        json_reply(500, json!({"error": "boom"})),
+        // Too long to wait within the 5 s budget: the batch stops here.
+        rate_limited("60"),
+    ]);
+    let dir = TempDir::new("login");
+    let mut login = Login::spawn(&dir, &server.base_url(), &["login", "github-copilot"]);
+    login.wait_line("GitHub Enterprise URL/domain");
+    login.type_line("");
+    let (code, out, err) = login.finish();
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\nEnabling models...\n"), "{out}");
+    let reqs = server.requests();
+    let heads: Vec<&str> = reqs
+        .iter()
+        .map(|r| r.head.lines().next().unwrap())
+        .collect();
+    assert_eq!(
+        heads[3..],
+        [
+            "GET /models HTTP/1.1",
+            "GET /models HTTP/1.1",
+            "POST /models/claude-fable-5/policy HTTP/1.1",
+            "POST /models/claude-fable-5.1/policy HTTP/1.1",
+            "POST /models/claude-fable-5.1/policy HTTP/1.1",
+            "POST /models/claude-fable-5.2/policy HTTP/1.1",
+        ]
+    );
+    let post = &reqs[5];
+    let head = post.head.to_ascii_lowercase();
+    for header in [
+        "authorization: bearer tid=1;proxy-ep=proxy.individual.githubcopilot.com",
+        "content-type: application/json",
+        "user-agent: githubcopilotchat/0.35.0",
+        "editor-version: vscode/1.107.0",
+        "editor-plugin-version: copilot-chat/0.35.0",
+        "copilot-integration-id: vscode-chat",
+        "openai-intent: chat-policy",
+        "x-interaction-type: chat-policy",
+    ] {
+        assert!(head.contains(header), "{header} missing in {head}");
+    }
+    assert_eq!(form(post), r#"{"state":"enabled"}"#);
+    assert_eq!(
+        auth_json(&dir)["github-copilot"],
+        json!({"type": "oauth", "refresh": "gho_x",
+               "access": "tid=1;proxy-ep=proxy.individual.githubcopilot.com",
+               "expires": 4_000_000_000_000u64 - 300_000,
+               "availableModelIds": ["m-a", "claude-fable-5"]})
     );
 }
 

@@ -386,3 +386,109 @@ fn list_models_search_matches_pi() {
         .expect("run pi-rpc");
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
 }
+
+/// A Radius gateway model as `/v1/config` lists it (no `type`; `lab`, `enabled`, `providers`
+/// are gateway metadata).
+fn gateway_model(id: &str) -> Value {
+    json!({"id": id, "name": id.to_uppercase(), "reasoning": true,
+           "thinkingLevelMap": {"off": null, "high": "high"}, "input": ["text", "image"],
+           "contextWindow": 200000, "maxTokens": 32000, "lab": "Lab X",
+           "cost": {"input": 1, "output": 2, "cacheRead": 0.1, "cacheWrite": 0}, "enabled": true,
+           "providers": [{"id": "openrouter", "name": "OpenRouter", "credential": "radius", "source": "radius"}]})
+}
+
+fn as_radius_model(mut m: Value, provider: &str, base_url: &str) -> Value {
+    m["api"] = json!("pi-messages");
+    m["provider"] = json!(provider);
+    m["baseUrl"] = json!(base_url);
+    m
+}
+
+/// models-store.json lists that replace a catalog, as pi 1.6.0's RPC mode reads them
+/// (`withPersonalizedCatalog`, `radiusProvider.refreshModels`; the same agent dir is the
+/// differential scenario `prov_x_store_lists`, identical with pi): OpenRouter's per-key list,
+/// Radius' gateway list, a models.json Radius gateway with its stored list (compat merged,
+/// the gateway's base URL kept) and one listed from a legacy `gatewayConfig` in auth.json.
+/// Custom gateways come right after the built-ins; the file is not written.
+#[test]
+fn models_store_lists_replace_the_openrouter_and_radius_catalogs() {
+    let openrouter = json!([
+        {"id": "anthropic/claude-fable-5", "name": "Anthropic: Claude Fable 5", "api": "openai-completions",
+         "provider": "openrouter", "baseUrl": "https://openrouter.ai/api/v1", "reasoning": true,
+         "input": ["text", "image"], "cost": {"input": 9, "output": 45, "cacheRead": 0.9, "cacheWrite": 11},
+         "contextWindow": 500000, "maxTokens": 64000, "compat": {"supportsStrictMode": true}, "type": "chat"},
+        {"id": "x/custom-only", "name": "X Custom", "api": "openai-completions", "provider": "openrouter",
+         "baseUrl": "https://openrouter.ai/api/v1", "reasoning": false, "input": ["text"],
+         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 1000,
+         "maxTokens": 100, "type": "chat", "weird": {"a": 1}},
+        {"id": "img/one", "name": "Img", "api": "openrouter-images", "provider": "openrouter",
+         "baseUrl": "https://openrouter.ai/api/v1", "type": "image"},
+        {"id": "other/prov", "provider": "groq", "type": "chat"}
+    ]);
+    let radius_base = "https://radius.pi.dev/v1";
+    let mut slow = gateway_model("slow");
+    slow["free"] = json!(true);
+    let radius = json!([
+        as_radius_model(gateway_model("fast"), "radius", radius_base),
+        as_radius_model(slow, "radius", radius_base),
+        as_radius_model(gateway_model("zzz"), "other", "https://x/v1")
+    ]);
+    let custom = as_radius_model(
+        gateway_model("gwmodel"),
+        "myrad",
+        "https://gw.example/api/v1",
+    );
+    let store = json!({
+        "openrouter": {"models": openrouter, "checkedAt": 1_764_000_000_000u64},
+        "radius": {"models": radius, "checkedAt": 1_764_000_000_000u64},
+        "myrad": {"models": [custom], "checkedAt": 1_764_000_000_000u64}
+    });
+    let auth = json!({"legacyrad": {"type": "oauth", "access": "la", "refresh": "lr",
+        "expires": 9_999_999_999_999u64, "gatewayConfig": {"baseUrl": "https://legacy.example/v1",
+        "models": [gateway_model("leg1"), {"id": "bad"}]}}});
+    let models_json = json!({"providers": {
+        "legacyrad": {"baseUrl": "https://legacy.example/v1", "oauth": "radius", "name": "Legacy GW"},
+        "plain": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "k",
+                  "models": [{"id": "p1"}]},
+        "myrad": {"baseUrl": "https://gw.example/v1", "oauth": "radius", "compat": {"foo": true}}
+    }});
+    let store_text = serde_json::to_string_pretty(&store).unwrap();
+    let mut agent = Agent::builder()
+        .no_default_args()
+        .args(["--no-session"])
+        .models(Some(models_json))
+        .agent_file("models-store.json", &store_text)
+        .agent_file("auth.json", &auth.to_string())
+        .env("OPENROUTER_API_KEY", "or-key")
+        .env("RADIUS_API_KEY", "radius-key")
+        .spawn();
+    let listed = agent.request("m", json!({"type": "get_available_models"}));
+    let mut expected_custom = store["myrad"]["models"][0].clone();
+    expected_custom["compat"] = json!({"foo": true});
+    let plain = json!({"id": "p1", "name": "p1", "api": "openai-completions", "provider": "plain",
+        "baseUrl": "http://127.0.0.1:9/v1", "reasoning": false, "input": ["text"],
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "contextWindow": 128000, "maxTokens": 16384});
+    assert_eq!(
+        listed["data"]["models"],
+        json!([
+            store["openrouter"]["models"][0],
+            store["openrouter"]["models"][1],
+            store["radius"]["models"][0],
+            store["radius"]["models"][1],
+            as_radius_model(
+                gateway_model("leg1"),
+                "legacyrad",
+                "https://legacy.example/v1"
+            ),
+            expected_custom,
+            plain
+        ])
+    );
+    agent.close_stdin();
+    agent.wait_exit(crate::support::agent::DEFAULT_TIMEOUT);
+    assert_eq!(
+        std::fs::read_to_string(agent.agent_dir.join("models-store.json")).unwrap(),
+        store_text
+    );
+}

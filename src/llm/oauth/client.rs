@@ -59,6 +59,8 @@ pub struct Response {
     pub status: u16,
     pub status_text: String,
     pub body: String,
+    /// The `retry-after` header, when present (Copilot's rate-limit retries read it).
+    pub retry_after: Option<String>,
 }
 
 impl Response {
@@ -181,6 +183,11 @@ pub fn send(
     };
     let mut resp = result.map_err(map)?;
     let status = resp.status();
+    let retry_after = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let body = resp
         .body_mut()
         .with_config()
@@ -191,6 +198,7 @@ pub fn send(
         status: status.as_u16(),
         status_text: status.canonical_reason().unwrap_or("").to_string(),
         body,
+        retry_after,
     })
 }
 

@@ -2,12 +2,13 @@
 //! for a short-lived Copilot API token (`access`) whose `proxy-ep` field names the API host;
 //! after each exchange the account's usable models are listed (`availableModelIds`).
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Map, Value};
 
 use super::client::{self, Body};
 use super::common::{num, oauth_entry, Ctx};
+use super::copilot_policy::{
+    enable_models, send_with_rate_limit_retry, RetryPolicy, LOGIN_RETRY, NO_RETRY,
+};
 
 /// The public client id of GitHub's device flow for Copilot.
 pub(crate) const CLIENT_ID: &str = "Iv1.b507a08c87ecfe98";
@@ -106,27 +107,37 @@ pub fn exchange(
     Ok(oauth_entry(&fields))
 }
 
-/// Ids of the models the account may use: tool-call capable, picker-enabled and not
-/// policy-disabled (on the individual host, when no model is picker-enabled, those whose
-/// policy is `enabled`). Also returns the `unconfigured` ones a login may enable.
-pub fn list_models(
+/// What the account's model list says (pi's `parseGitHubCopilotModelCatalog`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct AccountModels {
+    /// Tool-call capable, picker-enabled and not policy-disabled (on the individual host, when
+    /// no model is picker-enabled, those whose policy is `enabled`).
+    pub available: Vec<String>,
+    /// Models pi ships whose policy is `unconfigured`: a login enables them.
+    pub unconfigured: Vec<String>,
+}
+
+/// Lists the account's models (`GET <base>/models`); `retry` says how a `429` is retried
+/// (twice within 5 s at login, not at all on a refresh).
+pub(crate) fn list_models(
     copilot_token: &str,
     domain: Option<&str>,
     ctx: &Ctx,
-) -> Result<(Vec<String>, Vec<String>), String> {
+    retry: RetryPolicy,
+    shipped: &[String],
+) -> Result<AccountModels, String> {
     let base = base_url(copilot_token, domain);
     let allow_policy_fallback = base == INDIVIDUAL_BASE;
     let bearer = format!("Bearer {copilot_token}");
     let mut headers = vec![("Accept", "application/json"), ("Authorization", &bearer)];
     headers.extend(HEADERS);
     headers.push(("X-GitHub-Api-Version", API_VERSION));
-    let deadline = ctx.deadline.min(Instant::now() + Duration::from_secs(5));
-    let resp = client::send(
-        "GET",
+    let resp = send_with_rate_limit_retry(
         &client::endpoint(&format!("{base}/models"), ctx.env),
         &headers,
-        Body::None,
-        deadline,
+        None,
+        retry,
+        ctx.deadline,
     )
     .map_err(|e| e.message().to_string())?;
     if !resp.ok() {
@@ -136,7 +147,7 @@ pub fn list_models(
         ));
     }
     let raw: Value = serde_json::from_str(&resp.body).map_err(|e| e.to_string())?;
-    parse_models(&raw, allow_policy_fallback)
+    parse_models(&raw, allow_policy_fallback, shipped)
 }
 
 /// [`list_models`]' available ids only (what a refresh stores).
@@ -145,7 +156,30 @@ pub fn available_model_ids(
     domain: Option<&str>,
     ctx: &Ctx,
 ) -> Result<Vec<String>, String> {
-    list_models(copilot_token, domain, ctx).map(|(ids, _)| ids)
+    list_models(copilot_token, domain, ctx, NO_RETRY, &[]).map(|m| m.available)
+}
+
+/// The login's model step: list the account's models, enable the `unconfigured` ones pi ships
+/// (`shipped`, the built-in catalog's Copilot ids; showing `Enabling models...` first), and
+/// return `availableModelIds`: the available ids, then the newly enabled ones not among them.
+pub(crate) fn login_model_ids(
+    copilot_token: &str,
+    domain: Option<&str>,
+    ctx: &Ctx,
+    shipped: &[String],
+    show: &dyn Fn(&str),
+) -> Result<Vec<String>, String> {
+    let models = list_models(copilot_token, domain, ctx, LOGIN_RETRY, shipped)?;
+    let mut ids = models.available;
+    if !models.unconfigured.is_empty() {
+        show("Enabling models...");
+        for id in enable_models(copilot_token, &models.unconfigured, domain, ctx.env) {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    Ok(ids)
 }
 
 struct AccountModel {
@@ -154,11 +188,13 @@ struct AccountModel {
     policy: Option<String>,
 }
 
-/// pi's `parseGitHubCopilotModelCatalog` (policy ids without its catalog filter).
+/// pi's `parseGitHubCopilotModelCatalog`; `shipped` are the ids of pi's built-in Copilot
+/// models (only those are enabled).
 fn parse_models(
     raw: &Value,
     allow_policy_fallback: bool,
-) -> Result<(Vec<String>, Vec<String>), String> {
+    shipped: &[String],
+) -> Result<AccountModels, String> {
     let data = raw
         .get("data")
         .and_then(Value::as_array)
@@ -202,10 +238,17 @@ fn parse_models(
     };
     let policy = models
         .iter()
-        .filter(|m| m.policy.as_deref() == Some("unconfigured") && (m.picker || use_fallback))
+        .filter(|m| {
+            m.policy.as_deref() == Some("unconfigured")
+                && shipped.contains(&m.id)
+                && (m.picker || use_fallback)
+        })
         .map(|m| m.id.clone())
         .collect();
-    Ok((available, policy))
+    Ok(AccountModels {
+        available,
+        unconfigured: policy,
+    })
 }
 
 #[cfg(test)]
@@ -259,20 +302,36 @@ mod tests {
             {"id": "e", "model_picker_enabled": true, "policy": {"state": "unconfigured"}},
             {"no": "id"}
         ]});
-        let (ids, policy) = parse_models(&raw, true).unwrap();
-        assert_eq!(ids, ["a", "e"]);
-        assert_eq!(policy, ["e"]);
+        let shipped = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let got = parse_models(&raw, true, &shipped(&["a", "e"])).unwrap();
+        assert_eq!(got.available, ["a", "e"]);
+        assert_eq!(got.unconfigured, ["e"]);
+        let not_shipped = parse_models(&raw, true, &shipped(&["a"])).unwrap();
+        assert!(
+            not_shipped.unconfigured.is_empty(),
+            "pi enables only its own models"
+        );
         let none_picked = json!({"data": [
             {"id": "a", "policy": {"state": "enabled"}},
             {"id": "b", "policy": {"state": "unconfigured"}}
         ]});
+        let both = shipped(&["a", "b"]);
         assert_eq!(
-            parse_models(&none_picked, true).unwrap(),
-            (vec!["a".to_string()], vec!["b".to_string()])
+            parse_models(&none_picked, true, &both).unwrap(),
+            AccountModels {
+                available: vec!["a".to_string()],
+                unconfigured: vec!["b".to_string()]
+            }
         );
-        assert_eq!(parse_models(&none_picked, false).unwrap(), (vec![], vec![]));
         assert_eq!(
-            parse_models(&json!({}), true).unwrap_err(),
+            parse_models(&none_picked, false, &both).unwrap(),
+            AccountModels {
+                available: vec![],
+                unconfigured: vec![]
+            }
+        );
+        assert_eq!(
+            parse_models(&json!({}), true, &both).unwrap_err(),
             "Invalid Copilot models response"
         );
     }

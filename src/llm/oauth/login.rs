@@ -7,9 +7,9 @@
 //! paste; with `browser: false` anthropic's copy-code flow and openai-codex's device code);
 //! openai "Sign in with ChatGPT" (PKCE with a dynamically issued client id); radius (browser
 //! through the gateway's discovered authorization endpoint, loopback only, or with
-//! `browser: false` a device code); github-copilot, kimi-coding, meta, xai (device code). Not
-//! implemented: Copilot's enabling of `unconfigured` models at login (needs pi's Copilot model
-//! list).
+//! `browser: false` a device code); github-copilot (device code, then the token exchange and
+//! the enabling of `unconfigured` models, `copilot_policy.rs`), kimi-coding, meta, xai (device
+//! code).
 //!
 //! The browser flows are in `login/browser.rs`, the device-code flows in `login/device.rs`;
 //! this file has the entry points and what both use.
@@ -32,6 +32,7 @@ use super::store;
 
 mod browser;
 mod device;
+mod radius;
 
 /// How a flow talks to the user: `show` prints instructions (stderr for the CLI), `input`
 /// yields the lines the user types (stdin), `None` once it is closed.
@@ -43,6 +44,9 @@ pub struct Interaction<'a> {
     /// pi's installation id (`deviceId` of the global settings.json, created when missing);
     /// Sign in with ChatGPT sends it.
     pub device_id: &'a dyn Fn() -> Result<String, String>,
+    /// The ids of a provider's built-in models (the registry's catalog; Copilot's login
+    /// enables only models pi ships).
+    pub builtin_model_ids: &'a dyn Fn(&str) -> Vec<String>,
     /// Set when the input closed while a flow waited on it (pi: "Login cancelled").
     pub cancelled: std::cell::Cell<bool>,
 }
@@ -118,10 +122,24 @@ pub fn login(
         "kimi-coding" => device::kimi(io),
         "meta" => device::meta(io),
         "xai" => device::xai(io),
-        "radius" if browser => browser::radius_browser(io),
-        "radius" => device::radius(io),
+        "radius" => radius_login(io, super::radius::DEFAULT_GATEWAY, "Radius", browser),
         "openai" => browser::openai_chatgpt(io),
         other => Err(format!("No OAuth login for provider \"{other}\"")),
+    }
+}
+
+/// Signs in to the Radius gateway `gateway` (the built-in `radius` provider's, or one a
+/// models.json provider declares with `"oauth": "radius"`); `name` is the provider's name.
+pub fn radius_login(
+    io: &Interaction,
+    gateway: &str,
+    name: &str,
+    browser: bool,
+) -> Result<Map<String, Value>, String> {
+    if browser {
+        radius::browser(io, gateway, name)
+    } else {
+        radius::device(io, gateway)
     }
 }
 

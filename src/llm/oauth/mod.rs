@@ -26,9 +26,11 @@ mod b64;
 pub(crate) mod client;
 mod common;
 pub mod copilot;
+mod copilot_policy;
 pub mod lock;
 pub mod login;
 mod loopback;
+pub mod radius;
 pub mod refresh;
 mod store;
 
@@ -130,11 +132,13 @@ fn is_oauth_entry(entry: &Value) -> Option<&Map<String, Value>> {
 /// Refreshes `provider`'s OAuth entry in the auth.json at `auth_path` under the lock (see the
 /// module docs). Returns the entry to use: the refreshed one, or the one another process wrote
 /// meanwhile; `None` when the file no longer holds an OAuth entry for the provider.
-/// `env` looks up variables (the test override, Kimi's host); `cancelled` cancels only the wait
-/// for the lock; `now_ms` gives the clock.
+/// `radius_gateway` is set for a provider that signs in to a Radius gateway declared in
+/// models.json (refreshed there); `env` looks up variables (the test override, Kimi's host);
+/// `cancelled` cancels only the wait for the lock; `now_ms` gives the clock.
 pub fn refresh_stored(
     auth_path: &Path,
     provider: &str,
+    radius_gateway: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
     cancelled: &dyn Fn() -> bool,
     now_ms: &dyn Fn() -> u64,
@@ -155,7 +159,14 @@ pub fn refresh_stored(
         deadline: Instant::now() + REFRESH_TIMEOUT,
         now_ms: now_ms(),
     };
-    let fresh = refresh::refresh(provider, &current, &ctx).map_err(RefreshError::Provider)?;
+    let fresh = match radius_gateway {
+        Some(gateway) => {
+            let token = current.get("refresh").and_then(Value::as_str).unwrap_or("");
+            radius::refresh(gateway, token, &ctx)
+        }
+        None => refresh::refresh(provider, &current, &ctx),
+    }
+    .map_err(RefreshError::Provider)?;
     let merged = store::merge_entry(&current, &fresh);
     data.insert(provider.to_string(), Value::Object(merged.clone()));
     lock.check().map_err(|e| store_err(&e))?;
@@ -212,12 +223,12 @@ mod tests {
         }));
         // The origin override points nowhere: a request would fail.
         let env = |n: &str| (n == ORIGIN_OVERRIDE_VAR).then(|| "http://127.0.0.1:9".to_string());
-        let got = refresh_stored(&path, "xai", &env, &|| false, &|| 1_000).unwrap();
+        let got = refresh_stored(&path, "xai", None, &env, &|| false, &|| 1_000).unwrap();
         assert_eq!(got.unwrap()["access"], json!("new"));
         assert!(!lock::lock_dir_of(&std::fs::canonicalize(&path).unwrap()).exists());
         // Logged out meanwhile.
         assert_eq!(
-            refresh_stored(&path, "anthropic", &env, &|| false, &|| 1_000).unwrap(),
+            refresh_stored(&path, "anthropic", None, &env, &|| false, &|| 1_000).unwrap(),
             None
         );
         std::fs::remove_dir_all(dir).unwrap();
@@ -230,7 +241,7 @@ mod tests {
         });
         let (dir, path) = temp_auth(&original);
         let env = |n: &str| (n == ORIGIN_OVERRIDE_VAR).then(|| "http://127.0.0.1:9".to_string());
-        let err = refresh_stored(&path, "xai", &env, &|| false, &|| 1_000).unwrap_err();
+        let err = refresh_stored(&path, "xai", None, &env, &|| false, &|| 1_000).unwrap_err();
         assert_eq!(err, RefreshError::Provider("fetch failed".into()));
         assert_eq!(
             serde_json::from_str::<Value>(&std::fs::read_to_string(&path).unwrap()).unwrap(),
@@ -245,9 +256,16 @@ mod tests {
         let (dir, path) = temp_auth(&json!({
             "openrouter": {"type": "oauth", "access": "sk-or", "refresh": "", "expires": 1, "x": 1}
         }));
-        let got = refresh_stored(&path, "openrouter", &|_: &str| None, &|| false, &|| 1_000)
-            .unwrap()
-            .unwrap();
+        let got = refresh_stored(
+            &path,
+            "openrouter",
+            None,
+            &|_: &str| None,
+            &|| false,
+            &|| 1_000,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(got["access"], json!("sk-or"));
         assert_eq!(got["x"], json!(1));
         std::fs::remove_dir_all(dir).unwrap();

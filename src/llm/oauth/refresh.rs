@@ -10,6 +10,7 @@ use super::b64;
 use super::client::{self, Body, Env, NetError, Response};
 use super::common::{num, oauth_entry};
 use super::copilot;
+use super::radius;
 
 pub use super::common::Ctx;
 
@@ -43,8 +44,6 @@ pub(crate) const CHATGPT_DIRECT_SCOPE: &str = "chatgpt.tokens.use.direct";
 pub(crate) const KIMI_CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 pub(crate) const KIMI_DEFAULT_HOST: &str = "https://auth.kimi.com";
 pub(crate) const META_MINT_URL: &str = "https://api.meta.ai/muse-code/key";
-pub(crate) const RADIUS_GATEWAY: &str = "https://radius.pi.dev";
-pub(crate) const RADIUS_CLIENT_ID: &str = "pi-gateway";
 pub(crate) const XAI_CLIENT_ID: &str = "b1a00492-073a-47ea-816f-4c329264a828";
 pub(crate) const XAI_TOKEN_URL: &str = "https://auth.x.ai/oauth2/token";
 
@@ -64,7 +63,7 @@ pub fn refresh(
         "kimi-coding" => kimi(refresh, ctx),
         "meta" => meta_mint(refresh, ctx),
         "openrouter" => Ok(entry.clone()),
-        "radius" => radius(refresh, ctx),
+        "radius" => radius::refresh(radius::DEFAULT_GATEWAY, refresh, ctx),
         "xai" => xai(refresh, ctx),
         other => Err(format!("No OAuth refresh for provider \"{other}\"")),
     }
@@ -503,83 +502,6 @@ pub(crate) fn meta_mint(identity: &str, ctx: &Ctx) -> Result<Map<String, Value>,
     ]))
 }
 
-/// pi's Radius `requestOAuthToken` (`/v1/oauth/token` of the gateway).
-pub(crate) fn radius_token(
-    gateway: &str,
-    fields: &[(&str, &str)],
-    ctx: &Ctx,
-) -> Result<Map<String, Value>, String> {
-    let url = format!("{}/v1/oauth/token", gateway.trim_end_matches('/'));
-    let resp = send(
-        "POST",
-        &url,
-        &[("accept", "application/json")],
-        Body::Form(fields),
-        ctx,
-    )
-    .map_err(|e| e.message().to_string())?;
-    if !resp.ok() {
-        let (error, description) = match serde_json::from_str::<Value>(&resp.body) {
-            _ if resp.body.is_empty() => (None, None),
-            Ok(v) => (
-                v.get("error").and_then(Value::as_str).map(str::to_string),
-                v.get("error_description")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-            ),
-            Err(_) => (None, Some(resp.body.clone())),
-        };
-        let detail = match (error, description) {
-            (Some(e), Some(d)) if !d.is_empty() => format!("{e}: {d}"),
-            (Some(e), _) => e,
-            (None, Some(d)) if !d.is_empty() => d,
-            _ => resp.status.to_string(),
-        };
-        return Err(format!("Radius OAuth token request failed: {detail}"));
-    }
-    let data = resp.json_object().unwrap_or_default();
-    let (Some(access), Some(expires_in)) = (
-        str_field(&data, "access_token"),
-        data.get("expires_in").and_then(Value::as_f64),
-    ) else {
-        return Err(format!(
-            "Radius OAuth token response missing fields: {}",
-            js(&Value::Object(data.clone()))
-        ));
-    };
-    let mut fields = vec![
-        ("access", Value::from(access)),
-        (
-            "refresh",
-            data.get("refresh_token").cloned().unwrap_or(Value::Null),
-        ),
-        (
-            "expires",
-            num(ctx.now_ms as f64 + expires_in * 1000.0 - MINUTE_MS),
-        ),
-    ];
-    if let Some(scope) = data.get("scope") {
-        fields.push(("scope", scope.clone()));
-    }
-    let mut entry = oauth_entry(&fields);
-    if entry.get("refresh").is_some_and(Value::is_null) {
-        entry.remove("refresh");
-    }
-    Ok(entry)
-}
-
-fn radius(refresh: &str, ctx: &Ctx) -> Result<Map<String, Value>, String> {
-    radius_token(
-        RADIUS_GATEWAY,
-        &[
-            ("grant_type", "refresh_token"),
-            ("client_id", RADIUS_CLIENT_ID),
-            ("refresh_token", refresh),
-        ],
-        ctx,
-    )
-}
-
 /// Why an xAI form POST failed.
 #[derive(Debug)]
 pub(crate) enum XaiError {
@@ -703,6 +625,7 @@ mod tests {
             status,
             status_text: "Bad Request".into(),
             body: body.into(),
+            retry_after: None,
         }
     }
 

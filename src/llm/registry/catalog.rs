@@ -205,6 +205,32 @@ pub(super) fn models(entry: &IndexEntry) -> Result<Vec<Model>, String> {
     Ok(out)
 }
 
+/// [`models`], or none with a warning in `diags` when the catalog is damaged.
+pub(super) fn models_or_warn(entry: &IndexEntry, diags: &mut Vec<String>) -> Vec<Model> {
+    models(entry).unwrap_or_else(|e| {
+        diags.push(format!(
+            "Warning: the built-in model catalog is damaged ({e})"
+        ));
+        Vec::new()
+    })
+}
+
+/// The ids of `provider`'s built-in chat models, in catalog order (empty for a provider the
+/// catalog does not know, or when the catalog is damaged). GitHub Copilot's login enables only
+/// models pi ships (`GITHUB_COPILOT_MODELS`).
+pub fn builtin_model_ids(provider: &str) -> Vec<String> {
+    let Ok(index) = index() else {
+        return Vec::new();
+    };
+    index
+        .providers
+        .iter()
+        .find(|e| e.id == provider)
+        .and_then(|e| models(e).ok())
+        .map(|models| models.into_iter().map(|m| m.id).collect())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,62 +16,17 @@ use super::model::{number_to_u64, Model, ModelCost};
 use super::thinking::ThinkingLevel;
 
 mod catalog;
+mod defaults;
 mod models_json;
 mod patterns;
 mod store;
+mod store_lists;
 
+pub use self::catalog::builtin_model_ids;
+pub use self::defaults::DEFAULT_MODEL_PER_PROVIDER;
 use self::models_json::*;
 pub(crate) use self::patterns::locale_cmp;
-
-/// pi's `defaultModelPerProvider`: the preferred first model of each provider, in pi's order
-/// (used for the initial model and as the template of a custom model id).
-pub const DEFAULT_MODEL_PER_PROVIDER: &[(&str, &str)] = &[
-    ("amazon-bedrock", "us.anthropic.claude-opus-5-5"),
-    ("ant-ling", "Ring-2.6-1T"),
-    ("anthropic", "claude-opus-5-5"),
-    ("openai", "gpt-6.2-sol"),
-    ("azure", "gpt-6.2-sol"),
-    ("openai-codex", "gpt-6.2-sol"),
-    ("radius", "balanced"),
-    ("nvidia", "nvidia/nemotron-3.5-super-vl-120b-a12b"),
-    ("deepseek", "deepseek-v4-pro"),
-    ("google", "gemini-4-argon"),
-    ("google-vertex", "gemini-4-argon"),
-    ("github-copilot", "gpt-6.1-sol"),
-    ("openrouter", "moonshotai/kimi-k2.7-code"),
-    ("vercel-ai-gateway", "zai/glm-5.3"),
-    ("xai", "grok-4.7"),
-    ("groq", "openai/gpt-oss-120b"),
-    ("cerebras", "gpt-oss-120b"),
-    ("zai", "glm-5.3"),
-    ("zai-coding-cn", "glm-5.3"),
-    ("mistral", "devstral-medium-latest"),
-    ("minimax", "MiniMax-M3"),
-    ("minimax-cn", "MiniMax-M3"),
-    ("moonshotai", "kimi-k2.7-code"),
-    ("moonshotai-cn", "kimi-k2.7-code"),
-    ("huggingface", "moonshotai/Kimi-K2.7-Code"),
-    ("fireworks", "accounts/fireworks/models/kimi-k3"),
-    ("together", "moonshotai/Kimi-K3"),
-    ("baseten", "zai-org/GLM-5.3"),
-    ("opencode", "kimi-k2.7-code"),
-    ("opencode-go", "kimi-k3.1-pro"),
-    ("kimi-coding", "kimi-for-coding"),
-    ("meta", "muse-spark-1.3"),
-    ("cloudflare-workers-ai", "@cf/moonshotai/kimi-k2.7-code"),
-    (
-        "cloudflare-ai-gateway",
-        "workers-ai/@cf/moonshotai/kimi-k2.7-code",
-    ),
-    ("qwen-token-plan", "qwen3.8-max"),
-    ("qwen-token-plan-cn", "qwen3.8-max"),
-    ("qwen-token-plan-individual", "qwen3.8-max"),
-    ("qwen-token-plan-individual-cn", "qwen3.8-max"),
-    ("xiaomi", "mimo-v2.6-pro"),
-    ("xiaomi-token-plan-cn", "mimo-v2.6-pro"),
-    ("xiaomi-token-plan-ams", "mimo-v2.6-pro"),
-    ("xiaomi-token-plan-sgp", "mimo-v2.6-pro"),
-];
+pub use self::store_lists::radius_gateway;
 
 /// The catalog's GitHub Copilot host, replaced by the one an OAuth token names.
 const COPILOT_DEFAULT_BASE_URL: &str = "https://api.individual.githubcopilot.com";
@@ -275,6 +230,11 @@ impl ModelRegistry {
         let config = models_json.and_then(|text| parse_models_json(text, path, diags));
         let empty = Map::new();
         let config = config.as_ref().unwrap_or(&empty);
+        let radius_gateways = store_lists::radius_gateways(config);
+        for (id, gateway) in &radius_gateways {
+            reg.auth.set_radius_gateway(id, gateway.clone());
+        }
+        let radius_catalog = index.iter().find(|e| e.id == "radius").cloned();
 
         for entry in index {
             let (api, api_base) = entry.apis.first().cloned().unwrap_or_default();
@@ -293,23 +253,33 @@ impl ModelRegistry {
                 catalog: Some(entry),
                 models: OnceLock::new(),
             };
-            let stored = store::overlay(models_store, &entry.id, generated_at);
+            let replaced = store_lists::replaced_list(
+                &entry.id,
+                models_store,
+                &reg.auth,
+                radius_gateways
+                    .iter()
+                    .find(|(id, _)| id == &entry.id)
+                    .map(|(_, g)| g.as_str()),
+            );
+            let stored = match replaced {
+                Some(_) => Vec::new(),
+                None => store::overlay(models_store, &entry.id, generated_at),
+            };
             let config_overlay = config.get(&entry.id).and_then(Value::as_object);
-            if stored.is_empty() && config_overlay.is_none() {
+            if replaced.is_none() && stored.is_empty() && config_overlay.is_none() {
                 reg.slots.push(lazy(pc, entry));
                 continue;
             }
-            let catalog_models = catalog::models(&entry).unwrap_or_else(|e| {
-                diags.push(format!(
-                    "Warning: the built-in model catalog is damaged ({e})"
-                ));
-                Vec::new()
-            });
+            let models = match replaced {
+                Some(list) => list,
+                None => store::merge(catalog::models_or_warn(&entry, diags), stored),
+            };
             let builtin = BuiltinProvider {
                 name: entry.name.clone(),
                 base_url: pc.base_url.clone().unwrap_or_default(),
                 api: pc.api.clone().unwrap_or_default(),
-                models: store::merge(catalog_models, stored),
+                models,
             };
             let Some(overlay) = config_overlay else {
                 reg.slots.push(Slot {
@@ -334,6 +304,27 @@ impl ModelRegistry {
                         models: OnceLock::from(builtin.models),
                     });
                 }
+            }
+        }
+        // Custom Radius gateways come first, as pi registers them beside its built-ins.
+        for (id, gateway) in &radius_gateways {
+            let Some(overlay) = config.get(id).and_then(Value::as_object) else {
+                continue;
+            };
+            if reg.slots.iter().any(|s| &s.config.id == id) {
+                continue;
+            }
+            let shipped = || match &radius_catalog {
+                Some(entry) => catalog::models_or_warn(entry, diags),
+                None => Vec::new(),
+            };
+            let base =
+                store_lists::custom_radius(id, gateway, overlay, models_store, &reg.auth, shipped);
+            match compose_provider(id, Some(&base), overlay) {
+                Ok(composed) => reg.add_composed(composed),
+                Err(msg) => diags.push(format!(
+                    "Warning: {path}: {msg}; ignoring provider \"{id}\""
+                )),
             }
         }
         for (id, overlay) in config {

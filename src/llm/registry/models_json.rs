@@ -313,6 +313,7 @@ pub(super) fn compose_provider(
     let api_key = str_field(cfg, "apiKey");
     let auth_header = cfg.get("authHeader").and_then(Value::as_bool);
     let oauth = cfg.get("oauth").is_some();
+    let oauth_radius = cfg.get("oauth").and_then(Value::as_str) == Some("radius");
     let definitions: Vec<&Map<String, Value>> = cfg
         .get("models")
         .and_then(Value::as_array)
@@ -346,7 +347,8 @@ pub(super) fn compose_provider(
         .unwrap_or_default()
         .into_iter()
         .map(|mut m| {
-            if let Some(u) = &base_url {
+            // A Radius gateway's models keep the API base URL the gateway gave them.
+            if let Some(u) = base_url.as_ref().filter(|_| !oauth_radius) {
                 m.base_url = u.clone();
             }
             m.compat = merge_compat(m.compat.take(), compat.as_ref());

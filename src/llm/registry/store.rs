@@ -5,8 +5,7 @@
 //! An entry `{"models": […], "lastModified": ms, …}` applies only when it is newer than the
 //! bundled catalog (`lastModified` > the catalog's `generatedAt`); its models replace built-in
 //! ones of the same type and id in place, and new ones are appended (pi's `withRemoteCatalog`).
-//! Radius and OpenRouter build their lists differently in pi (a gateway config, the key's own
-//! list) and are not overlaid here.
+//! Radius and OpenRouter lists replace the catalog instead (`store_lists.rs`).
 
 use std::path::Path;
 
@@ -83,12 +82,7 @@ pub(super) fn overlay(
         .flatten()
         .filter(|m| m.get("provider").and_then(Value::as_str) == Some(provider))
         .filter(|m| matches!(m.get("type").and_then(Value::as_str), None | Some("chat")))
-        .filter_map(|m| {
-            let mut model: Model = serde_json::from_value(m.clone()).ok()?;
-            model.kind = m.get("type").and_then(Value::as_str).map(str::to_string);
-            model.catalog_layout = true;
-            Some(model)
-        })
+        .filter_map(super::store_lists::stored_model)
         .collect()
 }
 

@@ -1,6 +1,6 @@
 //! The browser flows: authorization code with PKCE, the loopback callback or a pasted redirect
 //! URL / code (anthropic, its copy-code variant, openai-codex, openrouter, "Sign in with
-//! ChatGPT", radius through its gateway).
+//! ChatGPT"; radius's browser flow is in `radius.rs`).
 
 use std::time::Duration;
 
@@ -11,8 +11,8 @@ use super::super::b64;
 use super::super::client::{form_encode, Body};
 use super::super::common::{call, num, oauth_entry};
 use super::super::loopback;
-use super::super::refresh::{self, trusted_http_url};
-use super::{callback_host, pkce, random_bytes, random_hex, str_of, Interaction, REQUEST_BUDGET};
+use super::super::refresh;
+use super::{callback_host, pkce, random_bytes, random_hex, Interaction, REQUEST_BUDGET};
 
 /// What came first: the loopback callback's query or a pasted line.
 pub(super) enum Received {
@@ -474,80 +474,6 @@ pub(super) fn openai_chatgpt(io: &Interaction) -> Result<Map<String, Value>, Str
         ],
         &client_id,
         true,
-        &io.ctx(REQUEST_BUDGET),
-    )
-}
-
-// ---------------------------------------------------------------------------------------------
-// Device authorization (RFC 8628)
-
-/// Radius's browser sign-in: the authorization endpoint comes from `<gateway>/v1/oauth`; the
-/// callback (127.0.0.1:1456) is the only way back, as in pi.
-pub(super) fn radius_browser(io: &Interaction) -> Result<Map<String, Value>, String> {
-    const REDIRECT: &str = "http://127.0.0.1:1456/oauth/callback";
-    let gateway = refresh::RADIUS_GATEWAY;
-    let resp = call(
-        "GET",
-        &format!("{gateway}/v1/oauth"),
-        &[("accept", "application/json")],
-        Body::None,
-        &io.ctx(REQUEST_BUDGET),
-    )
-    .map_err(|e| e.message().to_string())?;
-    if !resp.ok() {
-        return Err(format!(
-            "Could not load Radius OAuth config from {gateway}: {} {}",
-            resp.status, resp.body
-        ));
-    }
-    let discovery = resp.json_object().unwrap_or_default();
-    let endpoint = trusted_http_url(str_of(&discovery, "authorizationEndpoint"))
-        .ok_or_else(|| format!("Invalid Radius OAuth config from {gateway}"))?;
-    let (verifier, challenge) = pkce()?;
-    let state = uuid::Uuid::new_v4().to_string();
-    let callback = loopback::start(
-        "127.0.0.1",
-        1456,
-        "/oauth/callback",
-        Some(state.clone()),
-        "Radius",
-    )
-    .map_err(|e| e.to_string())?;
-    let base = endpoint.split(['?', '#']).next().unwrap_or(&endpoint);
-    let url = format!(
-        "{base}?{}",
-        form_encode(&[
-            ("response_type", "code"),
-            ("client_id", refresh::RADIUS_CLIENT_ID),
-            ("redirect_uri", REDIRECT),
-            ("scope", "gateway offline_access"),
-            ("code_challenge", &challenge),
-            ("code_challenge_method", "S256"),
-            ("handoff", "url"),
-            ("state", &state),
-        ])
-    );
-    (io.show)(&format!(
-        "Listening for OAuth callback on {REDIRECT}\nOpen this URL to sign in:\n  {url}\nContinue in your browser."
-    ));
-    let code = crossbeam_channel::select! {
-        recv(callback.rx) -> r => match r {
-            Ok(Ok(q)) => q.get("code").cloned().unwrap_or_default(),
-            Ok(Err(e)) => return Err(e),
-            Err(_) => return Err("OAuth callback did not complete.".into()),
-        },
-        recv(after(Duration::from_secs(15 * 60))) -> _ => return Err("Login timed out".into()),
-    };
-    drop(callback);
-    refresh::radius_token(
-        gateway,
-        &[
-            ("grant_type", "authorization_code"),
-            ("client_id", refresh::RADIUS_CLIENT_ID),
-            ("redirect_uri", REDIRECT),
-            ("code", &code),
-            ("code_verifier", &verifier),
-        ],
         &io.ctx(REQUEST_BUDGET),
     )
 }

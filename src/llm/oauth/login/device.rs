@@ -1,6 +1,6 @@
 //! The device-code flows: a code shown to the user, then the token endpoint polled at the
 //! server's interval (openai-codex without a browser, github-copilot, kimi-coding, meta, xai,
-//! radius without a browser).
+//! radius without a browser: `radius.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -154,7 +154,7 @@ pub(super) fn show_device_code(io: &Interaction, user_code: &str, uri: &str) {
     ));
 }
 
-const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+pub(super) const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 pub(super) fn github_copilot(io: &Interaction) -> Result<Map<String, Value>, String> {
     let input =
@@ -237,7 +237,8 @@ pub(super) fn github_copilot(io: &Interaction) -> Result<Map<String, Value>, Str
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let ids = copilot::available_model_ids(&access, enterprise.as_deref(), &ctx)?;
+    let shipped = (io.builtin_model_ids)("github-copilot");
+    let ids = copilot::login_model_ids(&access, enterprise.as_deref(), &ctx, &shipped, io.show)?;
     cred.insert(
         "availableModelIds".into(),
         Value::Array(ids.into_iter().map(Value::from).collect()),
@@ -476,76 +477,6 @@ pub(super) fn xai(io: &Interaction) -> Result<Map<String, Value>, String> {
                 })
             }
             Err(e) => Err(e.message("device token polling")),
-        },
-    )
-}
-
-pub(super) fn radius(io: &Interaction) -> Result<Map<String, Value>, String> {
-    let gateway = refresh::RADIUS_GATEWAY;
-    let scope = "gateway offline_access";
-    let resp = call(
-        "POST",
-        &format!("{gateway}/v1/oauth/device"),
-        &[("accept", "application/json")],
-        Body::Form(&[("client_id", refresh::RADIUS_CLIENT_ID), ("scope", scope)]),
-        &io.ctx(REQUEST_BUDGET),
-    )
-    .map_err(|e| e.message().to_string())?;
-    let data = resp.json_object().unwrap_or_default();
-    if !resp.ok() {
-        let error = str_of(&data, "error");
-        let description = str_of(&data, "error_description");
-        let detail = match (error, description) {
-            (Some(e), Some(d)) => format!("{e}: {d}"),
-            (Some(e), None) => e.to_string(),
-            (None, Some(d)) => d.to_string(),
-            (None, None) => resp.status.to_string(),
-        };
-        return Err(format!(
-            "Radius OAuth device authorization failed: {detail}"
-        ));
-    }
-    let (Some(device_code), Some(user_code), Some(uri), Some(expires_in)) = (
-        str_of(&data, "device_code"),
-        str_of(&data, "user_code"),
-        str_of(&data, "verification_uri"),
-        positive(&data, "expires_in"),
-    ) else {
-        return Err("Radius OAuth device authorization response is missing required fields".into());
-    };
-    let uri = trusted_http_url(Some(uri))
-        .ok_or("Untrusted verification_uri in Radius OAuth device authorization response")?;
-    show_device_code(io, user_code, &uri);
-    poll_device(
-        positive(&data, "interval"),
-        Some(expires_in),
-        false,
-        || match refresh::radius_token(
-            gateway,
-            &[
-                ("grant_type", DEVICE_GRANT),
-                ("client_id", refresh::RADIUS_CLIENT_ID),
-                ("device_code", device_code),
-            ],
-            &io.ctx(REQUEST_BUDGET),
-        ) {
-            Ok(e) => Ok(Poll::Complete(e)),
-            Err(m) => {
-                let code = m
-                    .strip_prefix("Radius OAuth token request failed: ")
-                    .map(|d| d.split(": ").next().unwrap_or(""));
-                match code {
-                    Some("authorization_pending") => Ok(Poll::Pending),
-                    Some("slow_down") => Ok(Poll::SlowDown(None)),
-                    Some("expired_token") => {
-                        Ok(Poll::Failed("Device authorization expired.".into()))
-                    }
-                    Some("access_denied") => {
-                        Ok(Poll::Failed("Device authorization was denied.".into()))
-                    }
-                    _ => Err(m),
-                }
-            }
         },
     )
 }
