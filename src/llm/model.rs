@@ -71,8 +71,8 @@ pub struct Model {
     pub catalog_layout: bool,
 }
 
-/// Key order of `models.json` models (pi's `modelFromJson`).
-const CUSTOM_ORDER: &[&str] = &[
+/// The keys a [`Model`] reads, in the key order of `models.json` models (pi's `modelFromJson`).
+pub(crate) const MODEL_KEYS: &[&str] = &[
     "id",
     "name",
     "api",
@@ -131,7 +131,7 @@ impl Serialize for Model {
         let order = if self.catalog_layout {
             CATALOG_ORDER
         } else {
-            CUSTOM_ORDER
+            MODEL_KEYS
         };
         let mut m = s.serialize_map(None)?;
         for &key in order {

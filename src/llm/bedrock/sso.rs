@@ -26,6 +26,7 @@ use super::credentials::Env;
 use super::profiles::{Section, SharedFiles};
 use super::sigv4::{hex, uri_escape, AwsCredentials};
 use super::sources::SourceError;
+use super::sts::service_endpoint;
 use crate::cancel::CancelToken;
 use crate::llm::http::{self, HttpError, HttpRequest, Method};
 
@@ -234,23 +235,6 @@ fn session_token(
         let _ = std::fs::write(token_path(home, session), text);
     }
     Ok((new_access.to_string(), Some(new_expiry)))
-}
-
-/// `https://<prefix>.<region>.amazonaws.com`, or the configured override.
-fn service_endpoint(env: Env<'_>, var: &str, prefix: &str, region: &str) -> String {
-    let set = |n: &str| env(n).filter(|v| !v.is_empty());
-    set(var)
-        .or_else(|| set("AWS_ENDPOINT_URL"))
-        .unwrap_or_else(|| {
-            let suffix = if region.starts_with("cn-") {
-                "amazonaws.com.cn"
-            } else {
-                "amazonaws.com"
-            };
-            format!("https://{prefix}.{region}.{suffix}")
-        })
-        .trim_end_matches('/')
-        .to_string()
 }
 
 /// SSO `GetRoleCredentials`.

@@ -19,8 +19,14 @@ use crate::llm::http::{self, HttpError, HttpRequest};
 
 /// The STS endpoint of `region` (or the configured override), without a trailing slash.
 pub fn endpoint(env: Env<'_>, region: &str) -> String {
+    service_endpoint(env, "AWS_ENDPOINT_URL_STS", "sts", region)
+}
+
+/// `https://<prefix>.<region>.amazonaws.com` (`.com.cn` in China regions), or the service's
+/// endpoint variable, else `AWS_ENDPOINT_URL`; without a trailing slash.
+pub(super) fn service_endpoint(env: Env<'_>, var: &str, prefix: &str, region: &str) -> String {
     let set = |n: &str| env(n).filter(|v| !v.is_empty());
-    set("AWS_ENDPOINT_URL_STS")
+    set(var)
         .or_else(|| set("AWS_ENDPOINT_URL"))
         .unwrap_or_else(|| {
             let suffix = if region.starts_with("cn-") {
@@ -28,7 +34,7 @@ pub fn endpoint(env: Env<'_>, region: &str) -> String {
             } else {
                 "amazonaws.com"
             };
-            format!("https://sts.{region}.{suffix}")
+            format!("https://{prefix}.{region}.{suffix}")
         })
         .trim_end_matches('/')
         .to_string()

@@ -20,31 +20,9 @@
 use serde_json::{Map, Value};
 
 use super::super::auth::AuthStore;
-use super::super::model::Model;
+use super::super::model::{Model, MODEL_KEYS};
 use super::super::oauth::radius;
 use super::models_json::{parse_models_json, BuiltinProvider};
-
-/// The keys [`Model`] reads; any other key of a stored model is kept in `extra`.
-const MODEL_KEYS: &[&str] = &[
-    "id",
-    "name",
-    "api",
-    "provider",
-    "baseUrl",
-    "reasoning",
-    "thinkingLevelMap",
-    "input",
-    "inputLimits",
-    "cost",
-    "promptCache",
-    "contextWindow",
-    "maxTokens",
-    "samplingParams",
-    "samplingParamsByThinkingLevel",
-    "headers",
-    "compat",
-    "type",
-];
 
 /// A stored model object as a [`Model`] (`None` when it is not one).
 pub(super) fn stored_model(v: &Value) -> Option<Model> {
