@@ -64,7 +64,12 @@ fn model(mock: &MockLlm, api: &str, provider: &str, compat: Value) -> Model {
 
 /// Sends the transcript and returns the request body.
 fn body_for(m: &Model, mock: &MockLlm) -> Value {
-    let ctx = build_llm_context(&transcript(m), m);
+    body_of(m, mock, &transcript(m))
+}
+
+/// Sends `msgs` and returns the request body.
+fn body_of(m: &Model, mock: &MockLlm, msgs: &[Value]) -> Value {
+    let ctx = build_llm_context(msgs, m);
     let opts = StreamOptions {
         api_key: Some("test-key".into()),
         ..StreamOptions::default()
@@ -151,13 +156,7 @@ fn a_removal_still_unavailable_is_restated_in_the_next_notice() {
     let mut msgs = transcript(&m);
     // The last message declares `ls` instead of bash: bash stays unavailable.
     msgs[8]["toolsAdded"] = json!([tool("ls")]);
-    let ctx = build_llm_context(&msgs, &m);
-    let opts = StreamOptions {
-        api_key: Some("test-key".into()),
-        ..StreamOptions::default()
-    };
-    run(&m, &ctx, &opts, &CancelToken::new());
-    let body = mock.requests().last().expect("a request")["body"].clone();
+    let body = body_of(&m, &mock, &msgs);
     let notice = body["input"]
         .as_array()
         .expect("input")
@@ -241,13 +240,7 @@ fn chat_completions_declare_pure_additions_in_a_tools_message() {
     let mut msgs = transcript(&m);
     msgs[5] = json!({"role": "system", "content": "", "toolsAdded": [tool("ls")], "timestamp": 6});
     msgs.truncate(7);
-    let ctx = build_llm_context(&msgs, &m);
-    let opts = StreamOptions {
-        api_key: Some("test-key".into()),
-        ..StreamOptions::default()
-    };
-    run(&m, &ctx, &opts, &CancelToken::new());
-    let body = mock.requests().last().expect("a request")["body"].clone();
+    let body = body_of(&m, &mock, &msgs);
     let names: Vec<&str> = body["tools"]
         .as_array()
         .expect("tools")
