@@ -1095,8 +1095,32 @@ mod tests {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { return };
                 server_hits.fetch_add(1, Ordering::SeqCst);
+                // The whole request, body included: closing the socket with a part of it
+                // unread would reset the connection before the client reads the answer (the
+                // client's "fetch failed" seen once in CI, when the body came in a second read).
+                let mut request = Vec::new();
                 let mut buf = [0u8; 4096];
-                let _ = stream.read(&mut buf);
+                loop {
+                    let Ok(n) = stream.read(&mut buf) else { break };
+                    if n == 0 {
+                        break;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&request);
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text[..end]
+                            .lines()
+                            .find_map(|l| {
+                                let (name, value) = l.split_once(':')?;
+                                name.eq_ignore_ascii_case("content-length")
+                                    .then(|| value.trim().parse::<usize>().ok())?
+                            })
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
                 // Slow enough for the other threads to arrive meanwhile.
                 std::thread::sleep(Duration::from_millis(300));
                 let body = r#"{"access_token":"new","refresh_token":"r2","expires_in":3600}"#;
