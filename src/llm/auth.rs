@@ -1100,8 +1100,7 @@ mod tests {
                 // client's "fetch failed" seen once in CI, when the body came in a second read).
                 let mut request = Vec::new();
                 let mut buf = [0u8; 4096];
-                loop {
-                    let Ok(n) = stream.read(&mut buf) else { break };
+                while let Ok(n) = stream.read(&mut buf) {
                     if n == 0 {
                         break;
                     }
