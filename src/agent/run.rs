@@ -13,16 +13,13 @@ use serde_json::Value;
 
 use super::queue::QueueKind;
 use super::runtime::{PromptReply, Runtime};
-use super::state::AgentSession;
 use super::tools_exec::{execute_tool_calls, ToolCallOutcome};
 use crate::cancel::CancelToken;
 use crate::llm::errors::{is_context_overflow, is_retryable};
 use crate::llm::Role;
 use crate::llm::{stream::StreamUpdate, wire::stream_assistant};
 
-use crate::llm::types::{
-    AssistantMessage, CacheRetention, ContentBlock, StopReason, StreamOptions, Usage,
-};
+use crate::llm::types::{AssistantMessage, ContentBlock, StopReason, Usage};
 use crate::protocol::{Event, Response};
 use crate::util::now_ms;
 
@@ -782,104 +779,4 @@ fn request_auth_unless_aborted(
 /// The usage's wire text in a `message_update` (`null` if it could not be serialized).
 fn usage_text(usage: &Usage) -> String {
     crate::js::json::to_js_string(usage).unwrap_or_else(|_| "null".to_owned())
-}
-
-impl AgentSession {
-    /// What the next request is built from ([`RequestInputs::build`]), copied under the lock:
-    /// the context messages share their stored text, so the copy costs a pointer per message.
-    pub(crate) fn request_inputs(&self) -> RequestInputs {
-        let tools = self
-            .active_tool_decls()
-            .into_iter()
-            .map(|t| crate::llm::types::ToolSpec {
-                name: t.name,
-                description: t.description,
-                parameters: t.parameters,
-                strict_prefer: t.constrained_sampling,
-            })
-            .collect();
-        RequestInputs {
-            messages: self.messages.clone(),
-            model: self.model.clone(),
-            run_system_prompt: self.life.run_system_prompt().map(str::to_string),
-            block_images: self.settings.images_block_images(),
-            tools,
-            opts: StreamOptions {
-                api_key: None,
-                thinking_level: self.thinking_level,
-                thinking_budgets: self.settings.thinking_budgets(),
-                max_tokens: None,
-                cache_retention: CacheRetention::from_env(),
-                idle_timeout: Duration::from_millis(self.settings.http_idle_timeout_ms()),
-                headers: Vec::new(),
-                session_id: Some(self.session.session_id().to_string()),
-                env: Vec::new(),
-            },
-        }
-    }
-}
-
-/// A copy of what a request needs from the state ([`AgentSession::request_inputs`]).
-pub(crate) struct RequestInputs {
-    messages: crate::session::messages::ContextMessages,
-    model: crate::llm::model::Model,
-    run_system_prompt: Option<String>,
-    block_images: bool,
-    tools: Vec<crate::llm::types::ToolSpec>,
-    opts: StreamOptions,
-}
-
-impl RequestInputs {
-    /// The LLM context and options for the request, without credentials (the caller resolves
-    /// them with `registry.request_auth`), with the agent messages an extension's `context`
-    /// handler returned in place of the session's (system messages excluded: the session's are
-    /// put back first).
-    pub(crate) fn build(
-        self,
-        replaced: Option<Vec<Value>>,
-    ) -> (crate::llm::types::LlmContext, StreamOptions) {
-        // With an extension's replacement: the session's system messages, then its messages.
-        let replaced = replaced.map(|mut r| {
-            let mut head = self.messages.system_messages();
-            head.append(&mut r);
-            head
-        });
-        let crate::llm::convert::Converted {
-            mut system_prompt,
-            mut messages,
-            leading_system,
-        } = match &replaced {
-            Some(source) => crate::llm::convert::convert_to_llm(source, &self.model),
-            // One message at a time: a long session is not parsed into `Value`s all at once.
-            None => crate::llm::convert::convert_to_llm_each(self.messages.iter(), &self.model),
-        };
-        if let Some(p) = &self.run_system_prompt {
-            system_prompt = p.clone();
-        }
-        if self.block_images {
-            crate::image::block_images(&mut messages);
-        }
-        let transcript = (self.model.api == "pi-messages").then(|| {
-            let source = replaced.unwrap_or_else(|| self.messages.to_vec());
-            let t = crate::llm::pi_messages::llm_transcript(&source);
-            let mut t = match &self.run_system_prompt {
-                Some(p) => crate::llm::pi_messages::force_system_prompt(t, p, now_ms()),
-                None => t,
-            };
-            if self.block_images {
-                crate::llm::pi_messages::block_images(&mut t, crate::image::IMAGE_BLOCKED_TEXT);
-            }
-            t
-        });
-        (
-            crate::llm::types::LlmContext {
-                system_prompt,
-                messages,
-                tools: self.tools,
-                transcript,
-                leading_system,
-            },
-            self.opts,
-        )
-    }
 }
