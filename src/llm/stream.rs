@@ -276,10 +276,7 @@ pub fn estimate_context_tokens(ctx: &LlmContext) -> u64 {
         None => {
             // The leading system message: the prompt and its tools (the current ones, unless
             // later system messages changed them in place).
-            let tools = match &ctx.leading_system {
-                Some(leading) => &leading.tools_added,
-                None => &ctx.tools,
-            };
+            let tools = super::transcript::leading_tools(ctx);
             tokens_of_chars(utf16::len(&ctx.system_prompt))
                 + tokens_of_chars(tools_chars(tools))
                 + ctx.messages.iter().map(message_tokens).sum::<u64>()

@@ -121,9 +121,20 @@ pub fn tool_from_declaration(a: &Value) -> Option<ToolSpec> {
     })
 }
 
-/// Whether `model` keeps later system messages in place.
+/// Whether `model` keeps later system messages in place: `supportsMidConvoSystemMessages` on
+/// a wire API that sends them (pi's Google, Vertex and Bedrock adapters always collapse them,
+/// whatever the compat says; pi-messages sends the transcript as it is).
 pub fn keeps_system_messages(model: &Model) -> bool {
     model.compat_bool("supportsMidConvoSystemMessages") == Some(true)
+        && matches!(
+            model.api.as_str(),
+            "openai-completions"
+                | "openai-responses"
+                | "azure-openai-responses"
+                | "openai-codex-responses"
+                | "anthropic-messages"
+                | "mistral-conversations"
+        )
 }
 
 /// The tools after applying every message's changes in order (pi's `getCurrentTools`).
@@ -152,6 +163,26 @@ pub fn system_messages(ctx: &LlmContext) -> Vec<&SystemMessage> {
             _ => None,
         }))
         .collect()
+}
+
+/// Whether the context keeps system messages in place (a leading one, or later ones).
+pub fn in_place(ctx: &LlmContext) -> bool {
+    ctx.leading_system.is_some()
+        || ctx
+            .messages
+            .iter()
+            .any(|m| matches!(m, LlmMessage::System(_)))
+}
+
+/// The tools of the leading system message. A context without system messages in place has
+/// one made of its prompt and tools (pi's `normalizeContext`); a transcript whose first
+/// message is not a system message has none.
+pub fn leading_tools(ctx: &LlmContext) -> &[ToolSpec] {
+    match &ctx.leading_system {
+        Some(leading) => &leading.tools_added,
+        None if in_place(ctx) => &[],
+        None => &ctx.tools,
+    }
 }
 
 /// How a wire API can say tool changes after the first request (pi's `TranscriptToolSupport`).

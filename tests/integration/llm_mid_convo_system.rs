@@ -317,3 +317,72 @@ fn models_without_the_compat_fold_every_system_message() {
     );
     assert_eq!(messages.iter().filter(|m| m["role"] == "system").count(), 1);
 }
+
+/// A session written before its first system message (an older pi's, resumed): the system
+/// message comes after the first prompt, and there is no leading one. pi then declares the
+/// tools once, where that message is; pi-rpc made a leading message of the current tools too
+/// and declared them twice (Responses), or turned on Anthropic's inline tool changes.
+#[test]
+fn without_a_leading_system_message_tools_are_declared_once() {
+    let mock = reply_default();
+    let msgs = |m: &Model| {
+        let mut t = transcript(m);
+        // The first prompt, then the leading message's declarations; no later changes.
+        t.swap(0, 1);
+        t.truncate(2);
+        t
+    };
+    let m = model(
+        &mock,
+        "openai-responses",
+        "openai",
+        json!({"supportsMidConvoSystemMessages": true, "supportsAdditionalTools": true}),
+    );
+    let body = body_of(&m, &mock, &msgs(&m));
+    let kinds: Vec<Value> = body["input"]
+        .as_array()
+        .expect("input")
+        .iter()
+        .map(|i| i.get("type").cloned().unwrap_or_else(|| i["role"].clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        json!(["user", "additional_tools", "system"])
+            .as_array()
+            .unwrap()
+            .clone()
+    );
+    assert!(body.get("tools").is_none());
+
+    let m = model(
+        &mock,
+        "anthropic-messages",
+        "anthropic",
+        json!({"supportsMidConvoSystemMessages": true, "supportsMidConvoToolChanges": true}),
+    );
+    let body = body_of(&m, &mock, &msgs(&m));
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["read", "bash"],
+        "no placeholder: native changes are off"
+    );
+    assert!(body.get("system").is_none(), "{body}");
+    let last = body["messages"]
+        .as_array()
+        .expect("messages")
+        .last()
+        .cloned();
+    assert_eq!(
+        last.map(|m| m["content"].clone()),
+        Some(
+            json!([{"type": "text", "text": format!("Updated system prompt section \"intro\":\n\nYou help.\n\n{UPDATE_ADDED}"),
+            "cache_control": {"type": "ephemeral"}}])
+        )
+    );
+}

@@ -191,14 +191,11 @@ pub(super) fn build_request_with(
     // Native tool changes (pi): the request's tool list stays the leading system message's,
     // anchored by at least one real tool and followed by the deferred placeholder; each later
     // system message removes and defines tools inline. Otherwise the current tools.
-    let initial_tools = match &ctx.leading_system {
-        Some(leading) => &leading.tools_added,
-        None => &ctx.tools,
-    };
+    let initial_tools = crate::llm::transcript::leading_tools(ctx);
     let native_tool_changes = compat.supports_mid_convo_system_messages
         && compat.supports_mid_convo_tool_changes
         && !initial_tools.is_empty();
-    let request_tools = if native_tool_changes {
+    let request_tools: &[ToolSpec] = if native_tool_changes {
         initial_tools
     } else {
         &ctx.tools

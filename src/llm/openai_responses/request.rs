@@ -356,7 +356,9 @@ pub fn convert_input_with(model: &Model, ctx: &LlmContext, options: &InputOption
     let made;
     let leading = match &ctx.leading_system {
         Some(leading) => Some(leading),
-        None if !ctx.system_prompt.is_empty() || !ctx.tools.is_empty() => {
+        None if !transcript::in_place(ctx)
+            && (!ctx.system_prompt.is_empty() || !ctx.tools.is_empty()) =>
+        {
             made = SystemMessage {
                 tools_added: ctx.tools.clone(),
                 ..SystemMessage::default()
