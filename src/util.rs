@@ -1,5 +1,6 @@
-//! Small pure helpers shared by several modules: ISO-8601 timestamps and path expansion.
-//! (JavaScript's number and JSON output live in [`crate::js`].)
+//! Small helpers shared by several modules: ISO-8601 timestamps, path expansion, and the two
+//! file operations credential files need (a bounded read that never blocks on a FIFO, a private
+//! atomic write). (JavaScript's number and JSON output live in [`crate::js`].)
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -138,6 +139,64 @@ pub fn normalize_lexically(p: &Path) -> PathBuf {
     out
 }
 
+/// Reads a small file whole, at most `max` bytes (more is an `InvalidData` error): only a
+/// regular file, checked on a descriptor opened without blocking (a FIFO would block `open`
+/// forever, `/dev/zero` would never end). For files a user names (credential token files).
+pub fn read_small_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(std::io::Error::from_raw_os_error(libc::EISDIR));
+    }
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {max} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Replaces `path` with `bytes` atomically (a private temporary file beside it, synced, then
+/// renamed over it), readable by the owner only: readers never see a half-written file.
+pub fn write_private_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), now_ms()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +217,35 @@ mod tests {
             PathBuf::from("/a/c/d")
         );
         assert_eq!(resolve_path(Path::new("/a"), "/x/y"), PathBuf::from("/x/y"));
+    }
+
+    #[test]
+    fn small_files_are_read_whole_and_only_regular_ones() {
+        let dir = std::env::temp_dir().join(format!("pi-rpc-util-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("token");
+        write_private_atomically(&file, b"abc").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(read_small_file(&file, 3).unwrap(), b"abc");
+        assert_eq!(
+            read_small_file(&file, 2).unwrap_err().kind(),
+            std::io::ErrorKind::InvalidData
+        );
+        write_private_atomically(&file, b"replaced").unwrap();
+        assert_eq!(read_small_file(&file, 100).unwrap(), b"replaced");
+        // A FIFO without a writer blocked the read forever.
+        let fifo = dir.join("fifo");
+        let status = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if status.is_ok_and(|s| s.success()) {
+            assert_eq!(
+                read_small_file(&fifo, 100).unwrap_err().kind(),
+                std::io::ErrorKind::InvalidInput
+            );
+        }
+        assert!(read_small_file(Path::new("/dev/zero"), 100).is_err());
+        assert!(read_small_file(&dir, 100).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

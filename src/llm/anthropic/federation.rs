@@ -63,6 +63,9 @@ const ADVISORY_REFRESH_SECS: f64 = 120.0;
 const MANDATORY_REFRESH_SECS: f64 = 30.0;
 /// The token endpoint rejects longer assertions.
 const MAX_ASSERTION_BYTES: usize = 16 * 1024;
+/// What is read of the identity token file at most (far over the assertion limit, whose own
+/// error text then applies).
+const MAX_TOKEN_FILE_BYTES: u64 = 1 << 20;
 const MAX_TOKEN_RESPONSE_BYTES: usize = 1 << 20;
 const MAX_ERROR_BODY_CHARS: usize = 2000;
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -212,16 +215,18 @@ fn require_secure(base_url: &str) -> Result<(), Failure> {
 
 /// The identity token: the file's trimmed text, read on every exchange.
 fn identity_token(path: &str) -> Result<String, Failure> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        let node = if e.kind() == std::io::ErrorKind::IsADirectory {
-            crate::js::fs_error::node_error(&e, "read", None)
-        } else {
-            crate::js::fs_error::node_error(&e, "open", Some(std::path::Path::new(path)))
-        };
-        error(format!(
-            "Failed to read identity token file at {path}: Error: {node}"
-        ))
-    })?;
+    // Bounded, and never blocking on a FIFO: a wrong path cannot hang the request.
+    let bytes = crate::util::read_small_file(std::path::Path::new(path), MAX_TOKEN_FILE_BYTES)
+        .map_err(|e| {
+            let node = if e.kind() == std::io::ErrorKind::IsADirectory {
+                crate::js::fs_error::node_error(&e, "read", None)
+            } else {
+                crate::js::fs_error::node_error(&e, "open", Some(std::path::Path::new(path)))
+            };
+            error(format!(
+                "Failed to read identity token file at {path}: Error: {node}"
+            ))
+        })?;
     let token = String::from_utf8_lossy(&bytes).trim().to_string();
     if token.is_empty() {
         return Err(error(format!("Identity token file at {path} is empty")));

@@ -219,7 +219,7 @@ fn session_token(
     let (Some(new_access), Some(expires_in)) = (new_access, expires_in) else {
         return existing(SourceError::Failed(String::new()));
     };
-    let new_expiry = now + (expires_in * 1000.0) as u64;
+    let new_expiry = now.saturating_add((expires_in.max(0.0) * 1000.0) as u64);
     let mut written = cached.clone();
     written.insert("accessToken".into(), Value::from(new_access));
     written.insert(
@@ -231,8 +231,10 @@ fn session_token(
         _ => written.remove("refreshToken"),
     };
     if let Ok(text) = serde_json::to_string_pretty(&Value::Object(written)) {
-        // The SDK ignores a failed write too.
-        let _ = std::fs::write(token_path(home, session), text);
+        // Atomic and private (it holds the refresh token and the client secret); the SDK
+        // ignores a failed write too.
+        let path = token_path(home, session);
+        let _ = crate::util::write_private_atomically(std::path::Path::new(&path), text.as_bytes());
     }
     Ok((new_access.to_string(), Some(new_expiry)))
 }

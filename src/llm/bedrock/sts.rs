@@ -131,11 +131,14 @@ pub fn assume_role_with_web_identity(
     endpoint: &str,
     cancel: &CancelToken,
 ) -> Result<Resolved, SourceError> {
-    let token = std::fs::read_to_string(token_file).map_err(|e| {
-        SourceError::Fatal(format!(
-            "Could not read the web identity token file {token_file}: {e}"
-        ))
-    })?;
+    // Bounded, and never blocking on a FIFO: a wrong path cannot hang the request.
+    let token = crate::util::read_small_file(std::path::Path::new(token_file), 1 << 20)
+        .map(crate::util::utf8_text)
+        .map_err(|e| {
+            SourceError::Fatal(format!(
+                "Could not read the web identity token file {token_file}: {e}"
+            ))
+        })?;
     let body = encode(&[
         ("Action", "AssumeRoleWithWebIdentity"),
         ("Version", "2011-06-15"),

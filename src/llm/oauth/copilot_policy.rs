@@ -61,17 +61,9 @@ pub(crate) fn send_with_rate_limit_retry(
         if resp.status != 429 || retry == policy.max_retries {
             return Ok(resp);
         }
-        let delay_ms = match resp.retry_after.as_deref() {
-            None => 500.0 * 2f64.powi(retry as i32),
-            Some(v) => match js_parse_float(v) {
-                Some(seconds) => seconds * 1000.0,
-                None => http_date_ms(v).map_or(f64::NAN, |at| at - now_ms()),
-            },
-        };
-        if !delay_ms.is_finite() {
+        let Some(delay) = retry_delay(resp.retry_after.as_deref(), retry) else {
             return Ok(resp);
-        }
-        let delay = Duration::from_secs_f64(delay_ms.max(0.0) / 1000.0);
+        };
         if let Some(b) = budget {
             if delay >= b.saturating_duration_since(Instant::now()) {
                 return Ok(resp);
@@ -82,6 +74,23 @@ pub(crate) fn send_with_rate_limit_retry(
         }
         retry += 1;
     }
+}
+
+/// The wait before retry number `retry` (from 0): the `retry-after` header's seconds or HTTP
+/// date, else 500 ms doubled per retry. `None` when there is no usable wait (not a number, or
+/// too long to represent: `retry-after: 1e20`), which ends the retries.
+fn retry_delay(retry_after: Option<&str>, retry: u32) -> Option<Duration> {
+    let delay_ms = match retry_after {
+        None => 500.0 * 2f64.powi(retry as i32),
+        Some(v) => match js_parse_float(v) {
+            Some(seconds) => seconds * 1000.0,
+            None => http_date_ms(v).map_or(f64::NAN, |at| at - now_ms()),
+        },
+    };
+    if !delay_ms.is_finite() {
+        return None;
+    }
+    Duration::try_from_secs_f64(delay_ms.max(0.0) / 1000.0).ok()
 }
 
 fn now_ms() -> f64 {
@@ -157,6 +166,15 @@ fn http_date_ms(s: &str) -> Option<f64> {
     let [h, m, sec] = hms[..] else {
         return None;
     };
+    // Out of range (an absurd year) would overflow the arithmetic below.
+    if !(0..=9999).contains(&year)
+        || !(1..=31).contains(&day)
+        || !(0..=24).contains(&h)
+        || !(0..=59).contains(&m)
+        || !(0..=60).contains(&sec)
+    {
+        return None;
+    }
     // Days from civil (Howard Hinnant's algorithm).
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
@@ -244,5 +262,20 @@ mod tests {
         );
         assert_eq!(http_date_ms("Thu, 01 Jan 1970 00:00:01 GMT"), Some(1000.0));
         assert_eq!(http_date_ms("soon"), None);
+        // An absurd year overflowed the day arithmetic.
+        assert_eq!(
+            http_date_ms("Thu, 01 Jan 9223372036854775807 00:00:00 GMT"),
+            None
+        );
+    }
+
+    /// `retry-after: 1e20` panicked in `Duration::from_secs_f64`.
+    #[test]
+    fn a_huge_retry_after_ends_the_retries() {
+        assert_eq!(retry_delay(Some("1e20"), 0), None);
+        assert_eq!(retry_delay(Some("Infinity"), 0), None);
+        assert_eq!(retry_delay(Some("2"), 0), Some(Duration::from_secs(2)));
+        assert_eq!(retry_delay(Some("-3"), 0), Some(Duration::ZERO));
+        assert_eq!(retry_delay(None, 2), Some(Duration::from_millis(2000)));
     }
 }

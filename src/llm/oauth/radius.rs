@@ -93,13 +93,21 @@ pub(crate) fn token(
         return Err(format!("Radius OAuth token request failed: {detail}"));
     }
     let data = resp.json_object().unwrap_or_default();
-    let (Some(access), Some(expires_in)) = (
-        data.get("access_token").and_then(Value::as_str),
-        data.get("expires_in").and_then(Value::as_f64),
-    ) else {
+    let access = data.get("access_token").and_then(Value::as_str);
+    let expires_in = data.get("expires_in").and_then(Value::as_f64);
+    let (Some(access), Some(expires_in)) = (access, expires_in) else {
+        // The field names only: the body may hold the tokens.
+        let absent = [
+            ("access_token", access.is_none()),
+            ("expires_in", expires_in.is_none()),
+        ];
+        let missing: Vec<&str> = absent
+            .into_iter()
+            .filter_map(|(k, absent)| absent.then_some(k))
+            .collect();
         return Err(format!(
             "Radius OAuth token response missing fields: {}",
-            crate::js::json::js_stringify(&Value::Object(data.clone()))
+            missing.join(", ")
         ));
     };
     let mut fields = vec![

@@ -223,7 +223,7 @@ pub fn access_token(
     };
     let mut cache = CACHE.lock();
     cache.retain(|(p, _, _)| p != path);
-    cache.push((path.to_string(), t.clone(), now + expires_in));
+    cache.push((path.to_string(), t.clone(), now.saturating_add(expires_in)));
     Ok(t)
 }
 
