@@ -71,7 +71,7 @@ pub(crate) fn resolve_profile(
         return sts::assume_role_with_web_identity(&file, &role, &session, &endpoint, chain.cancel);
     }
     if let Some(command) = get("credential_process") {
-        return sources::from_process(name, &command);
+        return sources::from_process(name, &command, chain.cancel);
     }
     if sso::is_sso_profile(&data) {
         return sso::from_sso(

@@ -18,16 +18,68 @@ use super::sigv4::AwsCredentials;
 use crate::cancel::CancelToken;
 use crate::llm::http::{self, HttpError, HttpRequest, Method};
 
+/// What is kept of a `credential_process`'s stdout and of its stderr.
+const PROCESS_OUTPUT_LIMIT: u64 = 1 << 20;
+
+/// A finished `credential_process`.
+struct ProcessOutput {
+    status: std::process::ExitStatus,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// Runs `sh -c command` as a child that dies with pi-rpc (the spawner thread), reading at most
+/// [`PROCESS_OUTPUT_LIMIT`] of each stream; an abort kills it. No time limit, as in the SDK.
+fn run_process(command: &str, cancel: &CancelToken) -> std::io::Result<Option<ProcessOutput>> {
+    use std::io::Read as _;
+    use std::process::{Command, Stdio};
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = crate::exec::spawner::spawn(sh)?;
+    let collect = |stream: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(s) = stream {
+                let _ = s.take(PROCESS_OUTPUT_LIMIT).read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = collect(child.stdout.take().map(|s| Box::new(s) as Box<_>));
+    let stderr = collect(child.stderr.take().map(|s| Box::new(s) as Box<_>));
+    let status = loop {
+        if cancel.is_cancelled() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        match child.try_wait()? {
+            Some(status) => break status,
+            None => std::thread::sleep(std::time::Duration::from_millis(5)),
+        }
+    };
+    Ok(Some(ProcessOutput {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }))
+}
+
 /// Runs a profile's `credential_process` through the shell and reads its JSON (the SDK's
 /// `resolveProcessCredentials`, with its texts). A failure lets the chain go on, as in the SDK.
-pub fn from_process(profile: &str, command: &str) -> Result<Resolved, SourceError> {
+pub fn from_process(
+    profile: &str,
+    command: &str,
+    cancel: &CancelToken,
+) -> Result<Resolved, SourceError> {
     let fail = |text: String| SourceError::Failed(text);
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| fail(format!("Profile {profile} credential_process failed: {e}")))?;
+    let out = run_process(command, cancel)
+        .map_err(|e| fail(format!("Profile {profile} credential_process failed: {e}")))?
+        .ok_or(SourceError::Aborted)?;
     if !out.status.success() {
         return Err(fail(format!(
             "Profile {profile} credential_process failed: {}",
@@ -412,6 +464,7 @@ mod tests {
         let c = from_process(
             "p",
             r#"printf '{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","SessionToken":"T","Expiration":"2030-01-01T00:00:00Z"}'"#,
+            &CancelToken::new(),
         )
         .unwrap();
         assert_eq!(
@@ -426,13 +479,14 @@ mod tests {
             }
         );
         assert_eq!(
-            from_process("p", "echo nope").unwrap_err(),
+            from_process("p", "echo nope", &CancelToken::new()).unwrap_err(),
             SourceError::Failed("Profile p credential_process returned invalid JSON.".into())
         );
         assert_eq!(
             from_process(
                 "p",
-                r#"printf '{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"2001-01-01T00:00:00Z"}'"#
+                r#"printf '{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"2001-01-01T00:00:00Z"}'"#,
+                &CancelToken::new(),
             )
             .unwrap_err(),
             SourceError::Failed("Profile p credential_process returned expired credentials.".into())
@@ -440,13 +494,31 @@ mod tests {
         assert_eq!(
             from_process(
                 "p",
-                r#"printf '{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S"}'"#
+                r#"printf '{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S"}'"#,
+                &CancelToken::new(),
             )
             .unwrap()
             .expires_ms,
             None
         );
-        assert!(from_process("p", "exit 3").is_err());
+        assert!(from_process("p", "exit 3", &CancelToken::new()).is_err());
+    }
+
+    /// A `credential_process` that never ends held the request past an abort.
+    #[test]
+    fn an_abort_kills_a_hanging_credential_process() {
+        let cancel = CancelToken::new();
+        let canceller = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            canceller.cancel();
+        });
+        let started = std::time::Instant::now();
+        assert_eq!(
+            from_process("p", "sleep 30", &cancel).unwrap_err(),
+            SourceError::Aborted
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]
